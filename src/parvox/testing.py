@@ -1,0 +1,235 @@
+"""Testing helpers: run a pytest body on several MPI rank counts with a deadlock timeout.
+
+A test decorated with :func:`mpi_test` becomes one pytest item per rank count. Its body runs
+on every rank under ``mpiexec -n K``. All selected bodies of one test module run in one
+``mpiexec`` launch per rank count (launching is the slow part on a small machine); after a
+failure the launch is resumed with the bodies that had not run yet, so every item gets its own
+verdict. Each body has a watchdog: past ``timeout`` seconds every rank dumps its stack and the
+job is killed, so a deadlock fails the test instead of hanging the suite.
+
+Examples
+--------
+In a test module::
+
+    from parvox.testing import mpi_test
+
+    @mpi_test(ranks=(1, 2, 3, 4), timeout=60)
+    def test_allreduce():
+        from mpi4py import MPI
+        assert MPI.COMM_WORLD.allreduce(1) == MPI.COMM_WORLD.Get_size()
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import faulthandler
+import importlib
+import os
+import subprocess
+import sys
+import tempfile
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["mpi_test", "run_bodies"]
+
+_BEGIN = "=== parvox-test-begin "
+_RANKS_DEFAULT = (1, 2, 3, 4)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Body:
+    module: str
+    name: str
+    ranks: tuple[int, ...]
+    timeout: float
+
+
+#: module name -> bodies in definition order
+_REGISTRY: dict[str, list[_Body]] = {}
+#: (module, nprocs) -> {body name: (passed, report)}
+_RESULTS: dict[tuple[str, int], dict[str, tuple[bool, str]]] = {}
+
+
+def mpi_test(
+    ranks: Sequence[int] = _RANKS_DEFAULT, timeout: float = 60.0
+) -> Callable[[Callable[[], None]], Callable[..., None]]:
+    """Turn a no-argument body into pytest items that run it under ``mpiexec -n K``.
+
+    Parameters
+    ----------
+    ranks : sequence of int
+        The rank counts to run at (one pytest item each).
+    timeout : float
+        Seconds the body may take at one rank count before it is declared deadlocked.
+    """
+    ranks = tuple(int(r) for r in ranks)
+    if not ranks or min(ranks) < 1:
+        raise ValueError(f"ranks must be positive integers, got {ranks}")
+    if timeout <= 0:
+        raise ValueError(f"timeout must be > 0, got {timeout}")
+
+    def decorate(body: Callable[[], None]) -> Callable[..., None]:
+        import pytest
+
+        entry = _Body(body.__module__, body.__name__, ranks, float(timeout))
+        bodies = _REGISTRY.setdefault(entry.module, [])
+        bodies[:] = [b for b in bodies if b.name != entry.name] + [entry]
+
+        def test(nprocs: int, request: Any) -> None:
+            passed, report = _result(entry, nprocs, request)
+            if not passed:
+                pytest.fail(report, pytrace=False)
+
+        test.__name__ = body.__name__
+        test.__qualname__ = body.__qualname__
+        test.__module__ = body.__module__
+        test.__doc__ = body.__doc__
+        test._parvox_body = body  # type: ignore[attr-defined]
+        test = pytest.mark.parametrize("nprocs", ranks, ids=[f"np{r}" for r in ranks])(test)
+        return pytest.mark.mpi(test)
+
+    return decorate
+
+
+def _selected_names(module: str, nprocs: int, request: Any) -> set[str]:
+    names = set()
+    for item in request.session.items:
+        fn = getattr(item, "function", None)
+        body = getattr(fn, "_parvox_body", None)
+        callspec = getattr(item, "callspec", None)
+        if body is None or callspec is None or body.__module__ != module:
+            continue
+        if callspec.params.get("nprocs") == nprocs:
+            names.add(body.__name__)
+    return names
+
+
+def _result(entry: _Body, nprocs: int, request: Any) -> tuple[bool, str]:
+    results = _RESULTS.setdefault((entry.module, nprocs), {})
+    if entry.name not in results:
+        wanted = _selected_names(entry.module, nprocs, request) | {entry.name}
+        pending = [
+            b
+            for b in _REGISTRY[entry.module]
+            if nprocs in b.ranks and b.name in wanted and b.name not in results
+        ]
+        results.update(run_bodies(entry.module, pending, nprocs))
+    return results[entry.name]
+
+
+def _syspath_for(module: str) -> str:
+    """The directory that must be on ``sys.path`` for ``import module`` to find its file."""
+    path = Path(sys.modules[module].__file__ or "").resolve()
+    for _ in module.split("."):
+        path = path.parent
+    return str(path)
+
+
+def run_bodies(module: str, bodies: Sequence[_Body], nprocs: int) -> dict[str, tuple[bool, str]]:
+    """Run ``bodies`` of ``module`` under ``mpiexec -n nprocs``; map each name to a verdict."""
+    from parvox.comm import launch_command
+
+    results: dict[str, tuple[bool, str]] = {}
+    pending = list(bodies)
+    syspath = _syspath_for(module)
+    while pending:
+        with tempfile.NamedTemporaryFile("r", suffix=".passed", delete=False) as fh:
+            passed_file = fh.name
+        try:
+            argv = ["-m", "parvox.testing", module, "--syspath", syspath]
+            argv += ["--passed", passed_file]
+            argv += [f"{b.name}={b.timeout}" for b in pending]
+            env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONFAULTHANDLER="1")
+            limit = sum(b.timeout for b in pending) + 60.0
+            try:
+                proc = subprocess.run(
+                    launch_command(nprocs, argv),
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                    env=env,
+                    timeout=limit,
+                )
+                output, code = proc.stdout, proc.returncode
+            except subprocess.TimeoutExpired as exc:
+                raw = exc.stdout or ""
+                output = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
+                output += f"\n(mpiexec killed after {limit:.0f} s)"
+                code = -1
+            passed = set(Path(passed_file).read_text().split())
+        finally:
+            os.unlink(passed_file)
+        sections = _split_sections(output)
+        still: list[_Body] = []
+        failed_one = False
+        for b in pending:
+            if b.name in passed:
+                results[b.name] = (True, sections.get(b.name, ""))
+            elif not failed_one:
+                failed_one = True
+                why = sections.get(b.name, output) or output
+                if "Timeout (" in why:
+                    why += f"\nbody exceeded its timeout of {b.timeout:g} s at {nprocs} ranks (deadlock?)"
+                results[b.name] = (
+                    False,
+                    f"failed at {nprocs} rank(s) (mpiexec exit {code}):\n{why.strip()}",
+                )
+            else:
+                still.append(b)
+        pending = still
+    return results
+
+
+def _split_sections(output: str) -> dict[str, str]:
+    sections: dict[str, str] = {}
+    current: str | None = None
+    for line in output.splitlines(keepends=True):
+        if line.startswith(_BEGIN):
+            current = line[len(_BEGIN) :].strip().rstrip("=").strip()
+            sections[current] = ""
+        elif current is not None:
+            sections[current] += line
+    return sections
+
+
+def _main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m parvox.testing")
+    parser.add_argument("module")
+    parser.add_argument("--syspath", required=True)
+    parser.add_argument("--passed", required=True)
+    parser.add_argument("bodies", nargs="+", help="NAME=TIMEOUT")
+    args = parser.parse_args(argv)
+    sys.path.insert(0, args.syspath)
+
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD
+    rank = comm.Get_rank()
+    mod = importlib.import_module(args.module)
+    for spec in args.bodies:
+        name, timeout = spec.rsplit("=", 1)
+        body = mod.__dict__[name]._parvox_body
+        comm.Barrier()
+        if rank == 0:
+            print(f"{_BEGIN}{name} ===", flush=True)
+        faulthandler.dump_traceback_later(float(timeout), exit=True)
+        try:
+            body()
+        except BaseException:
+            text = traceback.format_exc()
+            sys.stdout.write(f"parvox-test: rank {rank} failed in {name}:\n{text}")
+            sys.stdout.flush()
+            comm.Abort(1)
+        faulthandler.cancel_dump_traceback_later()
+        comm.Barrier()
+        if rank == 0:
+            with open(args.passed, "a") as fh:
+                fh.write(name + "\n")
+
+
+if __name__ == "__main__":
+    _main()

@@ -1,0 +1,1 @@
+"""Shared pytest configuration: MPI test bodies run through :mod:`parvox.testing`."""
