@@ -151,6 +151,7 @@ def abort_on_exception() -> None:
     The hook prints ``parvox: rank R failed: Type: message`` and the traceback to stderr,
     then calls ``MPI.COMM_WORLD.Abort(1)`` so ``mpiexec`` exits non-zero.
     """
+
     def hook(exc_type: type[BaseException], exc: BaseException, tb: Any) -> None:
         r = _rank_or_none()
         where = f"rank {r}" if r is not None else "process"
