@@ -23,11 +23,13 @@ from parvox.ndimage.filters import (
     sobel,
     uniform_filter,
 )
+from parvox.ndimage.label import label
 
 __all__ = [
     "convolve",
     "correlate",
     "gaussian_filter",
+    "label",
     "maximum_filter",
     "median_filter",
     "minimum_filter",
