@@ -1,7 +1,9 @@
 """Distributed ``scipy.ndimage``: filters, labelling and measurements on DistArrays.
 
 Same names and keyword arguments as ``scipy.ndimage``; inputs and outputs are
-:class:`~parvox.distarray.DistArray` objects with the same layout. See ``docs/ndimage.md``.
+:class:`~parvox.distarray.DistArray` objects with the same layout. Results equal scipy's on
+the whole array (exactly for median/minimum/maximum/label, to float rounding otherwise).
+See ``docs/ndimage.md``.
 
 Examples
 --------
@@ -24,15 +26,33 @@ from parvox.ndimage.filters import (
     uniform_filter,
 )
 from parvox.ndimage.label import label
+from parvox.ndimage.measurements import (
+    histogram,
+    maximum,
+    mean,
+    minimum,
+    rescale,
+    sum,
+    sum_labels,
+    variance,
+)
 
 __all__ = [
     "convolve",
     "correlate",
     "gaussian_filter",
+    "histogram",
     "label",
+    "maximum",
     "maximum_filter",
+    "mean",
     "median_filter",
+    "minimum",
     "minimum_filter",
+    "rescale",
     "sobel",
+    "sum",
+    "sum_labels",
     "uniform_filter",
+    "variance",
 ]
