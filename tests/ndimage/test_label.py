@@ -48,6 +48,7 @@ def test_label_2d_structures_and_layouts():
         {"nblocks": 9, "assignment": "round_robin"},
         {"nblocks": 5, "axis": 1},
         {"grid": (7, 5)},  # blocks of 13-14 x 12-13 pixels
+        {"nblocks": 2},  # ranks without blocks at 3 and 4 ranks
     ]
     merged_somewhere = False
     for layout in layouts:

@@ -39,7 +39,7 @@ def test_statistics_with_labels_and_index():
     ]
     lab = rng.integers(0, 6, (97, 61))  # label 5 occurs, 9 never does
     warnings.simplefilter("ignore", RuntimeWarning)  # scipy warns on empty groups (NaN)
-    for layout in ({}, {"nblocks": 2 * nranks + 1, "assignment": "round_robin"}):
+    for layout in ({}, {"nblocks": 2 * nranks + 1, "assignment": "round_robin"}, {"nblocks": 2}):
         labels = DistArray.from_global(lab, **layout)
         for a in inputs:
             x = DistArray.from_global(a, **layout)
