@@ -1,20 +1,20 @@
 """Shared machinery of :mod:`parvox.ndimage`: argument parsing, halo widths, padded blocks.
 
 A distributed filter runs the ``scipy.ndimage`` function itself on every block extended by a
-halo (ghost zone) and keeps the core. The halo along an axis is the filter's reach along it;
-at the global boundary :meth:`~parvox.distarray.DistArray.exchange_halo` fills it exactly as
-scipy pads the whole array, so the core of the padded result equals the same region of the
-serial result. Axes that are not split (one block along them) get no halo at all: scipy
+halo (ghost zone) and keeps the core. The halo along an axis is the filter's reach along it,
+filled by one :meth:`~parvox.distarray.DistArray.exchange_halo`, so every core pixel sees the
+neighbourhood it has in the whole array and the core of the result equals the same region of
+the serial result. Axes that are not split (one block along them) get no halo at all: scipy
 extends them itself, which also allows filters wider than the array along those axes.
 
-Separable filters (Gaussian, uniform, Sobel) run one 1-D pass per axis like scipy does.
-With ``mode="constant"`` scipy extends every intermediate result with ``cval``, so between
-passes the ghost cells outside the global array are reset to ``cval`` (:class:`Padded`).
+At the global boundary the kernel sees the block without the halo on that side (unless the
+mode is ``wrap``, whose halo holds the far side's data), so scipy applies its own boundary rule
+there: ``cval`` stays a double, and separable filters (one 1-D pass per axis) extend every
+intermediate exactly as on the whole array.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import numbers
 import operator
 from collections.abc import Callable, Sequence
@@ -26,7 +26,6 @@ from parvox.decomposition import BlockGrid
 from parvox.distarray import DistArray, parse_mode
 
 __all__ = [
-    "Padded",
     "apply_padded",
     "check_cval",
     "check_input",
@@ -126,77 +125,49 @@ def resolve_output(output: Any, x: DistArray, name: str = "output") -> tuple[np.
         raise TypeError(f"{name} must be a dtype or a DistArray, got {output!r}") from None
 
 
-def check_cval(cval: Any, dtypes: Sequence[np.dtype], modes: Sequence[str]) -> None:
-    """With a constant mode, ``cval`` is stored in the padded blocks: it must fit their dtype."""
-    if "constant" not in modes:
-        return
+def check_cval(cval: Any) -> float:
+    """``cval`` must be a real number (scipy extends with it as a double)."""
     if not isinstance(cval, numbers.Real):
         raise TypeError(f"cval must be a real number, got {cval!r}")
-    for dt in dtypes:
-        if dt.kind in "biu" and np.asarray(cval).astype(dt) != cval:
-            raise ValueError(
-                f"cval {cval!r} is not representable in {dt}: the halo stores it in that dtype"
-            )
+    return cval
 
 
-@dataclasses.dataclass
-class Padded:
-    """A block extended by its halo, passed to a kernel of :func:`apply_padded`.
-
-    Attributes
-    ----------
-    data : ndarray
-        The block with ghost cells (read-only for the kernel).
-    outside : list of tuple of slice
-        Regions of ``data`` that lie outside the global array on constant-mode axes.
-    cval : scalar
-        The constant of those regions.
-    """
-
-    data: np.ndarray
-    outside: list[tuple[slice, ...]]
-    cval: Any
-
-    def reset(self, array: np.ndarray) -> None:
-        """Set the regions outside the global array back to ``cval`` (between 1-D passes)."""
-        for sl in self.outside:
-            array[sl] = self.cval
+Kernel = Callable[[np.ndarray], np.ndarray]
 
 
-Kernel = Callable[[Padded], np.ndarray]
-
-
-def _outside(
+def _view(
     extents: tuple[tuple[int, int], ...],
     ghost: tuple[int, ...],
     shape: tuple[int, ...],
     modes: Sequence[str],
-) -> list[tuple[slice, ...]]:
-    out = []
-    ndim = len(shape)
-    for a in range(ndim):
-        g = ghost[a]
-        if not g or modes[a] != "constant":
-            continue
-        n = extents[a][1] - extents[a][0]
-        for lo, hi, at_edge in ((0, g, extents[a][0] == 0), (g + n, 2 * g + n, extents[a][1] == shape[a])):
-            if at_edge:
-                out.append(tuple(slice(lo, hi) if b == a else slice(None) for b in range(ndim)))
-    return out
+) -> tuple[tuple[slice, ...], tuple[slice, ...]]:
+    """(slices of the padded block scipy sees, slices of the core within that view).
+
+    At the global boundary the ghost cells are left out unless the mode is ``wrap``: scipy
+    then extends the block itself, exactly as it extends the whole array (``cval`` as a
+    double, every intermediate of a separable filter included).
+    """
+    view, core = [], []
+    for (a0, a1), g, n_all, m in zip(extents, ghost, shape, modes, strict=True):
+        n = a1 - a0
+        lo = g if (g and a0 == 0 and m != "wrap") else 0
+        hi = 2 * g + n - (g if (g and a1 == n_all and m != "wrap") else 0)
+        view.append(slice(lo, hi))
+        core.append(slice(g - lo, g - lo + n))
+    return tuple(view), tuple(core)
 
 
 def apply_padded(
     x: DistArray,
     halo: Sequence[int],
     modes: Sequence[str],
-    cval: Any,
     dtype: np.dtype,
     kernel: Kernel,
     *,
     output: DistArray | None = None,
     func: str = "filter",
 ) -> DistArray:
-    """Run ``kernel`` on every block padded by ``halo`` and return the cores as a DistArray.
+    """Run ``kernel`` on every block extended by ``halo`` and return the cores as a DistArray.
 
     Parameters
     ----------
@@ -205,13 +176,14 @@ def apply_padded(
     halo : sequence of int
         Reach of the filter per axis; axes with one block get none (scipy extends them).
     modes : sequence of str
-        Boundary mode per axis (parsed names of :data:`parvox.distarray.MODES`).
-    cval : scalar
-        Constant of ``mode="constant"``.
+        Boundary mode per axis (parsed names of :data:`parvox.distarray.MODES`); only
+        ``wrap`` needs the exchange at the global boundary, the other modes are applied by
+        the kernel's scipy call itself.
     dtype : dtype
         Output dtype.
     kernel : callable
-        ``kernel(padded) -> ndarray`` of the padded block's shape.
+        ``kernel(block) -> ndarray`` of the same shape (the block with its halo, where the
+        halo exists).
     output : DistArray, optional
         Write the result here (same layout as ``x``) instead of a new array.
     func : str
@@ -225,10 +197,10 @@ def apply_padded(
     Examples
     --------
     >>> import numpy as np, scipy.ndimage as ndi
-    >>> x = DistArray.scatter(np.arange(20.0).reshape(4, 5))
-    >>> y = apply_padded(x, (1, 1), ["reflect"] * 2, 0.0, x.dtype,
-    ...                  lambda p: ndi.uniform_filter(p.data, 3))
-    >>> bool(np.allclose(y.allgather(), ndi.uniform_filter(np.arange(20.0).reshape(4, 5), 3)))
+    >>> a = np.arange(20.0).reshape(4, 5)
+    >>> x = DistArray.scatter(a)
+    >>> y = apply_padded(x, (1, 1), ["reflect"] * 2, x.dtype, lambda b: ndi.uniform_filter(b, 3))
+    >>> bool(np.allclose(y.allgather(), ndi.uniform_filter(a, 3)))
     True
     """
     ndim = x.ndim
@@ -243,16 +215,18 @@ def apply_padded(
         padded = DistArray(grid, x.dtype, ghost=ghost, assignment=x.assignment, comm=x.comm)
         for src, dst in zip(x.blocks, padded.blocks, strict=True):
             dst.core[...] = src.core
-        padded.exchange_halo(list(modes), cval)
-        sources = [(b.data, b.core_slices, b.extents) for b in padded.blocks]
+        # boundary ghosts are only used for wrap; "constant" fills the others cheaply
+        padded.exchange_halo([m if m == "wrap" else "constant" for m in modes], 0)
+        sources = []
+        for b in padded.blocks:
+            view, core = _view(b.extents, ghost, x.shape, modes)
+            sources.append((b.data[view], core))
     else:
         full = (slice(None),) * ndim
-        sources = [(b.core, full, b.extents) for b in x.blocks]
+        sources = [(b.core, full) for b in x.blocks]
     out = output if output is not None else x.like(dtype, fill=0 if any(x.ghost) else None)
-    for (data, core, extents), dst in zip(sources, out.blocks, strict=True):
-        pad = Padded(data, _outside(extents, ghost, x.shape, modes), cval)
-        result = kernel(pad)
-        dst.core[...] = result[core]
+    for (data, core), dst in zip(sources, out.blocks, strict=True):
+        dst.core[...] = kernel(data)[core]
     return out
 
 
@@ -261,20 +235,18 @@ def run_passes(
 ) -> Kernel:
     """A kernel that applies 1-D passes in order into one output array, like scipy does.
 
-    Each pass is ``f(input, output)``; the first reads the padded block, the later ones
-    the output in place. Between passes the ghost cells outside the array are reset.
+    Each pass is ``f(input, output)``; the first reads the block, the later ones the output
+    in place (scipy's separable filters do the same, intermediate dtype included).
     """
 
-    def kernel(p: Padded) -> np.ndarray:
-        out = np.empty(p.data.shape, dtype)
+    def kernel(data: np.ndarray) -> np.ndarray:
+        out = np.empty(data.shape, dtype)
         if not passes:
-            out[...] = p.data
+            out[...] = data
             return out
-        src = p.data
-        for i, f in enumerate(passes):
+        src = data
+        for f in passes:
             f(src, out)
-            if i + 1 < len(passes):
-                p.reset(out)
             src = out
         return out
 

@@ -139,7 +139,7 @@ def gaussian_filter(
     trunc = _real(truncate, "truncate")
     modes, exchange = norm_modes(mode, ax, x.ndim, sequence_ok=True, func="gaussian_filter")
     dtype, out = resolve_output(output, x)
-    check_cval(cval, [x.dtype, dtype], exchange)
+    check_cval(cval)
     halo = [0] * x.ndim
     passes = []
     for a, s, o, m, r in zip(ax, sigmas, orders, modes, radii, strict=True):
@@ -150,7 +150,7 @@ def gaussian_filter(
             partial(_gauss1d, sigma=s, axis=a, order=o, mode=m, cval=cval, truncate=trunc, radius=r)
         )
     kernel = run_passes(passes, dtype)
-    return apply_padded(x, halo, exchange, cval, dtype, kernel, output=out, func="gaussian_filter")
+    return apply_padded(x, halo, exchange, dtype, kernel, output=out, func="gaussian_filter")
 
 
 def _gauss1d(src: np.ndarray, dst: np.ndarray, **kw: Any) -> None:
@@ -193,7 +193,7 @@ def uniform_filter(
     ]
     modes, exchange = norm_modes(mode, ax, x.ndim, sequence_ok=True, func="uniform_filter")
     dtype, out = resolve_output(output, x)
-    check_cval(cval, [x.dtype, dtype], exchange)
+    check_cval(cval)
     halo = [0] * x.ndim
     passes = []
     for a, s, o, m in zip(ax, sizes, origins, modes, strict=True):
@@ -202,7 +202,7 @@ def uniform_filter(
         halo[a] = reach(s, o)
         passes.append(partial(_uniform1d, size=s, axis=a, mode=m, cval=cval, origin=o))
     kernel = run_passes(passes, dtype)
-    return apply_padded(x, halo, exchange, cval, dtype, kernel, output=out, func="uniform_filter")
+    return apply_padded(x, halo, exchange, dtype, kernel, output=out, func="uniform_filter")
 
 
 def sobel(
@@ -228,7 +228,7 @@ def sobel(
     ax = tuple(range(x.ndim))
     modes, exchange = norm_modes(mode, ax, x.ndim, sequence_ok=True, func="sobel")
     dtype, out = resolve_output(output, x)
-    check_cval(cval, [x.dtype, dtype], exchange)
+    check_cval(cval)
     passes = [partial(_correlate1d, weights=[-1, 0, 1], axis=axis, mode=modes[axis], cval=cval)]
     passes += [
         partial(_correlate1d, weights=[1, 2, 1], axis=a, mode=modes[a], cval=cval)
@@ -236,7 +236,7 @@ def sobel(
         if a != axis
     ]
     kernel = run_passes(passes, dtype)
-    return apply_padded(x, [1] * x.ndim, exchange, cval, dtype, kernel, output=out, func="sobel")
+    return apply_padded(x, [1] * x.ndim, exchange, dtype, kernel, output=out, func="sobel")
 
 
 def _window(
@@ -283,15 +283,15 @@ def _rank_like(
         mode, ax, x.ndim, sequence_ok=separable_modes and box, func=func_name
     )
     dtype, out = resolve_output(output, x)
-    check_cval(cval, [x.dtype], exchange)
+    check_cval(cval)
     halo = [0] * x.ndim
     for a, s, o in zip(ax, sizes, origins, strict=True):
         halo[a] = reach(s, o)
     user_mode = mode if isinstance(mode, str) else list(modes)
 
-    def kernel(p: Any) -> np.ndarray:
+    def kernel(block: np.ndarray) -> np.ndarray:
         return scipy_func(
-            p.data,
+            block,
             size=None if fp is not None else sizes,
             footprint=fp,
             output=dtype,
@@ -301,7 +301,7 @@ def _rank_like(
             axes=ax,
         )
 
-    return apply_padded(x, halo, exchange, cval, dtype, kernel, output=out, func=func_name)
+    return apply_padded(x, halo, exchange, dtype, kernel, output=out, func=func_name)
 
 
 def minimum_filter(
@@ -415,15 +415,15 @@ def _correlate_like(
     ]
     _, exchange = norm_modes(mode, ax, x.ndim, sequence_ok=False, func=func_name)
     dtype, out = resolve_output(output, x)
-    check_cval(cval, [x.dtype], exchange)
+    check_cval(cval)
     halo = [0] * x.ndim
     for a, s, o in zip(ax, w.shape, origins, strict=True):
         halo[a] = reach(s, o)
 
-    def kernel(p: Any) -> np.ndarray:
-        return scipy_func(p.data, w, output=dtype, mode=mode, cval=cval, origin=origins, axes=ax)
+    def kernel(block: np.ndarray) -> np.ndarray:
+        return scipy_func(block, w, output=dtype, mode=mode, cval=cval, origin=origins, axes=ax)
 
-    return apply_padded(x, halo, exchange, cval, dtype, kernel, output=out, func=func_name)
+    return apply_padded(x, halo, exchange, dtype, kernel, output=out, func=func_name)
 
 
 def correlate(
