@@ -2,7 +2,7 @@
 
 Same names and keyword arguments as ``scipy.ndimage``; inputs and outputs are
 :class:`~parvox.distarray.DistArray` objects with the same layout. Results equal scipy's on
-the whole array (exactly for median/minimum/maximum/label, to float rounding otherwise).
+the whole array (bit for bit for the filters but ``uniform_filter``, and for ``label``).
 See ``docs/ndimage.md``.
 
 Examples

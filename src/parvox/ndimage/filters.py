@@ -4,9 +4,10 @@ Each function has the name and keyword arguments of its ``scipy.ndimage`` counte
 :class:`~parvox.distarray.DistArray` and returns one with the same layout (grid, assignment and
 ghost widths). The halo each block needs follows from the arguments (the Gaussian's
 ``int(truncate * sigma + 0.5)`` or ``radius``, half a window, ...), is filled by one halo
-exchange whose boundary cells equal scipy's padding, and scipy's own function runs on each padded
-block. Results therefore equal scipy's on the whole array: exactly for median/minimum/maximum,
-and to float rounding (usually bit for bit) for the others.
+exchange, and scipy's own function runs on each block with its halo (at the global boundary
+scipy extends the block itself, see :mod:`parvox.ndimage._halo`). Results therefore equal
+scipy's on the whole array bit for bit, except ``uniform_filter`` (a running sum, equal to
+float rounding).
 
 ``output`` may be ``None`` (input dtype), a dtype, or a DistArray with the input's layout.
 
