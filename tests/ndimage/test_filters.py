@@ -206,6 +206,8 @@ def test_filter_bad_inputs():
         pnd.uniform_filter(x, 3, mode="constant", cval="zero")
     with pytest.raises(TypeError, match="output"):
         pnd.sobel(x, output=np.empty(a.shape))
+    with pytest.raises(TypeError, match="float16"):  # raised on every rank, before any message
+        pnd.gaussian_filter(x.astype(np.float16), 1.0)
     with pytest.raises(ValueError, match="output"):
         pnd.sobel(x, output=DistArray.from_global(a, nblocks=2))
     # a block narrower than the halo the filter needs

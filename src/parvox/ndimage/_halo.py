@@ -204,6 +204,10 @@ def apply_padded(
     True
     """
     ndim = x.ndim
+    try:  # scipy's own checks (dtype support, ...) on every rank before any message
+        kernel(np.zeros((1,) * ndim, x.dtype))
+    except (RuntimeError, TypeError) as exc:
+        raise TypeError(f"{func}: scipy.ndimage rejects this call (input dtype {x.dtype}): {exc}") from None
     ghost = tuple(int(h) if x.grid.grid[a] > 1 else 0 for a, h in enumerate(halo))
     if any(ghost):
         # a periodic input grid would wrap regardless of mode: ndimage follows ``mode``
