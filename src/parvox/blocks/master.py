@@ -18,10 +18,10 @@ Examples
 >>> def send(block, cp):
 ...     for nb in cp.link.gids:
 ...         cp.enqueue(nb, cp.gid)
->>> m.foreach(send)
+>>> _ = m.foreach(send)
 >>> m.exchange()
 >>> got = {}
->>> m.foreach(lambda block, cp: got.update({cp.gid: sorted(cp.incoming())}))
+>>> _ = m.foreach(lambda block, cp: got.update({cp.gid: sorted(cp.incoming())}))
 >>> got[m.gids[0]] == sorted(dec.link(m.gids[0]).gids) if m.gids else True
 True
 """

@@ -162,7 +162,7 @@ class RegularMergePartners:
         if isinstance(kv, int):
             values, m = [], n
             while m > 1:
-                values.append(kv)
+                values.append(min(kv, m))
                 m = math.ceil(m / kv)
             kv = tuple(values)
         else:
