@@ -94,7 +94,7 @@ def test_swap_reduce_matches_serial_and_tells_where_fractions_lie():
                     p = RegularSwapPartners(n, k)
                     out = swap_reduce(m, p, _matmul_mod, items, threads=threads)
                     cover = np.zeros(len(expect), dtype=int)
-                    for g, (lo, hi, data) in out.items():
+                    for lo, hi, data in out.values():
                         np.testing.assert_array_equal(data, expect[lo:hi])
                         cover[lo:hi] += 1
                     cover = MPI.COMM_WORLD.allreduce(cover)
