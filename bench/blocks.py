@@ -11,7 +11,8 @@ Runs itself under ``mpiexec -n 2`` and ``-n 4``; in each job it measures
 Prints a table, saves ``bench/out/blocks.png`` (or ``--png``) and ends with
 ``ratio: parvox swap/MPI_Reduce_scatter+over = X`` for a 2048x2048 image at 2 ranks (1 block
 per rank, k = 2, best of the single/multi-threaded runs). ``--quick`` uses small images for the
-sweeps (the ratio line still uses 2048x2048) and finishes in under a minute.
+sweeps (the ratio line still uses 2048x2048) and finishes in under a minute; the full run
+sweeps 1024x1024 images (8 blocks per rank of 2048x2048 would need GiBs per rank).
 
 Usage::
 
@@ -103,7 +104,7 @@ def worker(quick: bool, out_path: str) -> None:
 
     # the headline: 2048x2048 at 1 block per rank, swap vs reduce-scatter, over on
     cases = [(2048, 1, True, (2,) if size == 2 else (2, 4), (1, 4), False)]
-    small = 512 if quick else 2048
+    small = 512 if quick else 1024
     bprs = (1, 8) if quick else (1, 2, 4, 8)
     for bpr in bprs:
         for over_on in (False, True):

@@ -54,6 +54,8 @@ def test_composite_matches_serial_at_1_3_8_images_per_rank():
         ref = composite_serial(stack)
         m = Master(b, "round_robin" if per_rank == 3 else "contiguous")
         images = {g: stack[g].copy() for g in m.gids}
+        for img in images.values():
+            img.flags.writeable = False  # e.g. memory-mapped input: arrives read-only too
         for k in ks:
             for threads in (1, 2):
                 img = composite(m, images, k=k, gather=size - 1, threads=threads)

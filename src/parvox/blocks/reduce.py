@@ -288,10 +288,12 @@ def swap_reduce(
     extent = {g: (0, nrows) for g in master.gids}
 
     def owned(a: np.ndarray) -> bool:
-        return not any(np.may_share_memory(a, x) for x in inputs)
+        # a buffer we may overwrite: not the caller's input, and writable (an array that was
+        # read-only at its sender arrives read-only: pickle protocol 5 keeps the flag)
+        return a.flags.writeable and not any(np.may_share_memory(a, x) for x in inputs)
 
     def combine(a: tuple[np.ndarray, bool], b: tuple[np.ndarray, bool]) -> tuple[np.ndarray, bool]:
-        out = b[0] if b[1] else a[0] if a[1] else np.empty_like(a[0])
+        out = b[0] if b[1] else a[0] if a[1] else np.empty(a[0].shape, a[0].dtype)
         op(a[0], b[0], out)
         return out, True
 
