@@ -31,5 +31,6 @@ master = Master(LAYERS)
 image = composite(master, {g: layer(g) for g in master.gids}, k=[4, 2], gather=0)
 if image is not None:
     reference = composite_serial([layer(g) for g in range(LAYERS)])
+    assert np.allclose(image, reference, rtol=1e-5, atol=1e-6)  # float rounding only
     print("max difference from serial:", float(np.abs(image - reference).max()))
     np.save("composite.npy", image)

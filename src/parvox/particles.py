@@ -349,6 +349,8 @@ def trace(
     ndarray, dict or None
     """
     _check(steps, h)
+    if root is not None and not 0 <= root < master.comm.Get_size():
+        raise ValueError(f"root must be a rank in [0, {master.comm.Get_size()}) or None, got {root}")
     parts = _particles(seeds)
     dec = _decomposer(field, master.nblocks, float(h))
     dx, ncells, periodic, length, kind, npts = _consts(field)

@@ -7,7 +7,12 @@ import math
 
 import pytest
 
-from parvox.blocks import RegularMergePartners, RegularSwapPartners, factor_k_values
+from parvox.blocks import (
+    RegularDecomposer,
+    RegularMergePartners,
+    RegularSwapPartners,
+    factor_k_values,
+)
 from parvox.decomposition import BlockGrid
 
 COUNTS = [*range(1, 41), 49, 64, 97, 100, 121, 189, 210, 243, 256]
@@ -122,6 +127,7 @@ def test_known_pitfall_counts_factor_into_aligned_rounds():
 def test_swap_partial_rounds_reduce_groups_of_groups(n, kv):
     for rounds in range(len(kv) + 1):
         p = RegularSwapPartners(BlockGrid.create((n, 3), grid=(n, 1)), kv, rounds=rounds)
+        assert p == RegularSwapPartners(RegularDecomposer((n, 3), grid=(n, 1)), kv, rounds)
         state = _swap_model(p, 29)
         span = math.prod(kv[:rounds])
         cover = [0] * 29
@@ -151,7 +157,7 @@ def test_bad_k_values_are_clear_errors():
         RegularSwapPartners(8, [4, 2], rounds=3)
     with pytest.raises(ValueError, match="comma-separated"):
         RegularSwapPartners(8, "4,x")
-    with pytest.raises(TypeError, match="block count"):
+    with pytest.raises(TypeError, match="must be a block count"):
         RegularSwapPartners(8.0, 2)
     with pytest.raises(ValueError, match="at least one"):
         RegularSwapPartners(8, [])

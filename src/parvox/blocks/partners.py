@@ -35,6 +35,7 @@ import dataclasses
 import functools
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from parvox.decomposition import BlockGrid, split_sizes
 
@@ -118,10 +119,14 @@ def factor_k_values(nblocks: int, k: int) -> tuple[int, ...]:
     return tuple(sorted(rounds, reverse=True))
 
 
-def _count(decomposition: int | BlockGrid) -> int:
-    n = decomposition.nblocks if isinstance(decomposition, BlockGrid) else decomposition
+def _count(decomposition: int | BlockGrid | Any) -> int:
+    """The block count of an int, a BlockGrid, a RegularDecomposer or a Master."""
+    n = decomposition if isinstance(decomposition, int) else getattr(decomposition, "nblocks", None)
     if isinstance(n, bool) or not isinstance(n, int):
-        raise TypeError(f"decomposition must be a block count or a BlockGrid, got {type(n).__name__}")
+        raise TypeError(
+            "decomposition must be a block count or have one (BlockGrid, RegularDecomposer, "
+            f"Master), got {type(decomposition).__name__}"
+        )
     if n < 1:
         raise ValueError(f"the block count must be >= 1, got {n}")
     return n
@@ -141,8 +146,8 @@ class RegularMergePartners:
 
     Parameters
     ----------
-    decomposition : int or BlockGrid
-        The block count (or the grid whose blocks are reduced, in gid order).
+    decomposition : int, BlockGrid, RegularDecomposer or Master
+        The block count, or what has one (blocks are reduced in gid order).
     k : int or sequence of int
         A target radix (as many rounds of at most ``k`` as a full reduction needs) or one k-value
         per round. A list must reduce the blocks to one with every round merging something.
@@ -237,8 +242,8 @@ class RegularSwapPartners:
 
     Parameters
     ----------
-    decomposition : int or BlockGrid
-        The block count (or the grid whose blocks are reduced, in gid order).
+    decomposition : int, BlockGrid, RegularDecomposer or Master
+        The block count, or what has one (blocks are reduced in gid order).
     k : int or sequence of int
         A target radix (see :func:`factor_k_values`) or one k-value per round; the k-values
         must multiply to the block count.
