@@ -71,7 +71,10 @@ def worker(quick: bool, out_path: str) -> None:
     def mpi_noop(inbuf, inoutbuf, datatype):
         pass
 
-    ops = {True: MPI.Op.Create(mpi_over, commute=False), False: MPI.Op.Create(mpi_noop, commute=False)}
+    ops = {
+        True: MPI.Op.Create(mpi_over, commute=False),
+        False: MPI.Op.Create(mpi_noop, commute=False),
+    }
 
     def p_over(a, b, out):
         _over_kernel(a, b, out)
@@ -121,26 +124,74 @@ def worker(quick: bool, out_path: str) -> None:
         if bpr == 1:
             send = data[m.gids[0]]
             rbuf = np.empty((side * side // size, 4), np.float32)
-            t = _time(partial(comm.Reduce_scatter_block, [send, pixel], [rbuf, pixel], ops[over_on]),
-                      comm, reps)
-            record(pattern="swap", impl="MPI_Reduce_scatter", k=0, bpr=1, over=over_on,
-                   threads=1, image=label, seconds=t, sweep=sweep)
+            t = _time(
+                partial(comm.Reduce_scatter_block, [send, pixel], [rbuf, pixel], ops[over_on]),
+                comm,
+                reps,
+            )
+            record(
+                pattern="swap",
+                impl="MPI_Reduce_scatter",
+                k=0,
+                bpr=1,
+                over=over_on,
+                threads=1,
+                image=label,
+                seconds=t,
+                sweep=sweep,
+            )
             if not sweep:  # context: the same exchange with MPI's built-in C sum
                 flat = send.reshape(-1)
                 rsum = np.empty(flat.size // size, np.float32)
                 t = _time(partial(comm.Reduce_scatter_block, flat, rsum, MPI.SUM), comm, reps)
-                record(pattern="swap", impl="MPI_R_s+SUM(builtin)", k=0, bpr=1, over=over_on,
-                       threads=1, image=label, seconds=t, sweep=sweep)
+                record(
+                    pattern="swap",
+                    impl="MPI_R_s+SUM(builtin)",
+                    k=0,
+                    bpr=1,
+                    over=over_on,
+                    threads=1,
+                    image=label,
+                    seconds=t,
+                    sweep=sweep,
+                )
             rbuf2 = np.empty_like(send) if rank == 0 else None
-            t = _time(partial(comm.Reduce, [send, pixel], [rbuf2, pixel] if rank == 0 else None,
-                              ops[over_on], 0), comm, reps)
-            record(pattern="merge", impl="MPI_Reduce", k=0, bpr=1, over=over_on, threads=1,
-                   image=label, seconds=t, sweep=sweep)
+            t = _time(
+                partial(
+                    comm.Reduce,
+                    [send, pixel],
+                    [rbuf2, pixel] if rank == 0 else None,
+                    ops[over_on],
+                    0,
+                ),
+                comm,
+                reps,
+            )
+            record(
+                pattern="merge",
+                impl="MPI_Reduce",
+                k=0,
+                bpr=1,
+                over=over_on,
+                threads=1,
+                image=label,
+                seconds=t,
+                sweep=sweep,
+            )
         p = RegularMergePartners(nb, 2)
         op = merge_over if over_on else (lambda a, b: a)
         t = _time(partial(merge_reduce, m, p, op, data), comm, reps)
-        record(pattern="merge", impl="parvox", k=2, bpr=bpr, over=over_on, threads=1,
-               image=label, seconds=t, sweep=sweep)
+        record(
+            pattern="merge",
+            impl="parvox",
+            k=2,
+            bpr=bpr,
+            over=over_on,
+            threads=1,
+            image=label,
+            seconds=t,
+            sweep=sweep,
+        )
         seen = set()
         for k in ks:
             sp = RegularSwapPartners(nb, k)
@@ -148,10 +199,24 @@ def worker(quick: bool, out_path: str) -> None:
                 continue  # a count k cannot split, or the same rounds as a smaller k
             seen.add(sp.k_values)
             for threads in threads_list:
-                t = _time(partial(swap_reduce, m, sp, p_over if over_on else p_noop, data,
-                                  threads=threads), comm, reps)
-                record(pattern="swap", impl="parvox", k=sp.k_values, bpr=bpr, over=over_on,
-                       threads=threads, image=label, seconds=t, sweep=sweep)
+                t = _time(
+                    partial(
+                        swap_reduce, m, sp, p_over if over_on else p_noop, data, threads=threads
+                    ),
+                    comm,
+                    reps,
+                )
+                record(
+                    pattern="swap",
+                    impl="parvox",
+                    k=sp.k_values,
+                    bpr=bpr,
+                    over=over_on,
+                    threads=threads,
+                    image=label,
+                    seconds=t,
+                    sweep=sweep,
+                )
     # particle tracing against the number of arrivals
     field = abc_field()
     seeds = seed_points(field, 300 if quick else 3000, seed=1)
@@ -159,11 +224,21 @@ def worker(quick: bool, out_path: str) -> None:
     for arrivals in (1, 2, 4, 8):
         m = Master(8 * size)
         trace(m, field, seeds[:10], 5, 0.05)  # compile and warm up
-        t = _time(partial(trace, m, field, seeds, steps, 0.05, arrivals=arrivals), comm,
-                  1 if quick else 3)
-        record(pattern="trace", impl="parvox", k=0, bpr=8, over=False, threads=1,
-               image=f"{len(seeds)} seeds x {steps} steps", seconds=t, arrivals=arrivals,
-               sweep=True)
+        t = _time(
+            partial(trace, m, field, seeds, steps, 0.05, arrivals=arrivals), comm, 1 if quick else 3
+        )
+        record(
+            pattern="trace",
+            impl="parvox",
+            k=0,
+            bpr=8,
+            over=False,
+            threads=1,
+            image=f"{len(seeds)} seeds x {steps} steps",
+            seconds=t,
+            arrivals=arrivals,
+            sweep=True,
+        )
     if rank == 0:
         with open(out_path, "w") as fh:
             json.dump(rows, fh)
@@ -195,11 +270,20 @@ def _plot(rows: list[dict], path: str) -> None:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
-    for ax, pattern, peer in ((axes[0], "merge", "MPI_Reduce"), (axes[1], "swap", "MPI_Reduce_scatter")):
+    for ax, pattern, peer in (
+        (axes[0], "merge", "MPI_Reduce"),
+        (axes[1], "swap", "MPI_Reduce_scatter"),
+    ):
         for ranks in sorted({r["ranks"] for r in rows}):
             for over in (False, True):
-                sel = [r for r in rows if r["pattern"] == pattern and r["ranks"] == ranks
-                       and r["over"] == over and r["sweep"]]
+                sel = [
+                    r
+                    for r in rows
+                    if r["pattern"] == pattern
+                    and r["ranks"] == ranks
+                    and r["over"] == over
+                    and r["sweep"]
+                ]
                 mine = {}
                 for r in sel:
                     if r["impl"] == "parvox":
@@ -207,8 +291,12 @@ def _plot(rows: list[dict], path: str) -> None:
                         mine[key] = min(mine.get(key, 1e9), r["seconds"])
                 if mine:
                     xs = sorted(mine)
-                    ax.plot(xs, [mine[x] for x in xs], "o-",
-                            label=f"parvox {ranks} ranks, over {'on' if over else 'off'}")
+                    ax.plot(
+                        xs,
+                        [mine[x] for x in xs],
+                        "o-",
+                        label=f"parvox {ranks} ranks, over {'on' if over else 'off'}",
+                    )
                 peer_t = [r["seconds"] for r in sel if r["impl"] == peer]
                 if peer_t and mine:
                     ax.axhline(peer_t[0], ls="--", lw=0.8, color=ax.lines[-1].get_color())
@@ -217,7 +305,11 @@ def _plot(rows: list[dict], path: str) -> None:
         ax.set_ylabel("seconds")
         ax.legend(fontsize=7)
     for ranks in sorted({r["ranks"] for r in rows}):
-        tr = sorted((r["arrivals"], r["seconds"]) for r in rows if r["pattern"] == "trace" and r["ranks"] == ranks)
+        tr = sorted(
+            (r["arrivals"], r["seconds"])
+            for r in rows
+            if r["pattern"] == "trace" and r["ranks"] == ranks
+        )
         axes[2].plot([a for a, _ in tr], [s for _, s in tr], "o-", label=f"{ranks} ranks")
     axes[2].set_title("particle tracing (ABC, 8 blocks per rank)")
     axes[2].set_xlabel("arrivals waited for per pass")
@@ -231,7 +323,9 @@ def _plot(rows: list[dict], path: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sweeps, under a minute")
-    parser.add_argument("--png", default=os.path.join(os.path.dirname(__file__), "out", "blocks.png"))
+    parser.add_argument(
+        "--png", default=os.path.join(os.path.dirname(__file__), "out", "blocks.png")
+    )
     parser.add_argument("--ranks", default="2,4", help="rank counts to run (default 2,4)")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -244,7 +338,9 @@ def main(argv: list[str] | None = None) -> int:
     for n in [int(v) for v in args.ranks.split(",")]:
         with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as fh:
             path = fh.name
-        cmd = launch_command(n, [os.path.abspath(__file__), "--worker", path] + (["--quick"] if args.quick else []))
+        cmd = launch_command(
+            n, [os.path.abspath(__file__), "--worker", path] + (["--quick"] if args.quick else [])
+        )
         subprocess.run(cmd, check=True)
         with open(path) as fh:
             rows += json.load(fh)

@@ -33,8 +33,11 @@ def summary(block: np.ndarray) -> dict:
 
 
 def merge(a: dict, b: dict) -> dict:
-    return {"hist": a["hist"] + b["hist"], "voxels": a["voxels"] + b["voxels"],
-            "max": max(a["max"], b["max"])}
+    return {
+        "hist": a["hist"] + b["hist"],
+        "voxels": a["voxels"] + b["voxels"],
+        "max": max(a["max"], b["max"]),
+    }
 
 
 items = {gid: summary(block) for gid, block in master}
@@ -50,5 +53,7 @@ if 0 in result:
     total = result[0]
     serial, _ = np.histogram(volume, bins=BINS, range=(lo, hi))
     assert np.array_equal(total["hist"], serial) and total["voxels"] == volume.size
-    print(f"{dec.nblocks} blocks on {MPI.COMM_WORLD.Get_size()} ranks: entropy "
-          f"{entropy(total['hist']):.6f} bits (serial {entropy(serial):.6f}), max {total['max']:.4f}")
+    print(
+        f"{dec.nblocks} blocks on {MPI.COMM_WORLD.Get_size()} ranks: entropy "
+        f"{entropy(total['hist']):.6f} bits (serial {entropy(serial):.6f}), max {total['max']:.4f}"
+    )

@@ -17,8 +17,9 @@ from parvox.particles import abc_field, seed_points, trace, trace_serial
 field = abc_field()
 seeds = seed_points(field, 500, seed=7)
 stats: list = []
-ends = trace(Master(8 * MPI.COMM_WORLD.Get_size()), field, seeds, steps=300, h=0.05,
-             arrivals=2, stats=stats)
+ends = trace(
+    Master(8 * MPI.COMM_WORLD.Get_size()), field, seeds, steps=300, h=0.05, arrivals=2, stats=stats
+)
 if ends is not None:
     ref = trace_serial(field, seeds, 300, 0.05)
     print(f"max |end - serial| = {np.abs(ends - ref).max():.3g}; rank 0: {stats[0]}")

@@ -14,7 +14,11 @@ from parvox.testing import mpi_test
 def _sampled_abc(shape=(13, 17, 19), scale=3.0) -> np.ndarray:
     z, y, x = np.meshgrid(*[np.linspace(0, 2 * np.pi, n) for n in shape], indexing="ij")
     a, b, c = math.sqrt(3), math.sqrt(2), 1.0
-    v = [c * np.sin(y) + b * np.cos(x), b * np.sin(x) + a * np.cos(z), a * np.sin(z) + c * np.cos(y)]
+    v = [
+        c * np.sin(y) + b * np.cos(x),
+        b * np.sin(x) + a * np.cos(z),
+        a * np.sin(z) + c * np.cos(y),
+    ]
     return np.stack(v, -1) * scale
 
 
@@ -22,8 +26,13 @@ def test_serial_rk4_matches_a_numpy_rk4_of_the_abc_flow():
     def vel(p):
         z, y, x = p
         a, b, c = math.sqrt(3), math.sqrt(2), 1.0
-        return np.array([c * np.sin(y) + b * np.cos(x), b * np.sin(x) + a * np.cos(z),
-                         a * np.sin(z) + c * np.cos(y)])
+        return np.array(
+            [
+                c * np.sin(y) + b * np.cos(x),
+                b * np.sin(x) + a * np.cos(z),
+                a * np.sin(z) + c * np.cos(y),
+            ]
+        )
 
     seeds = seed_points(abc_field(), 4, seed=5)
     h, steps = 0.05, 40

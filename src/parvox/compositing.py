@@ -52,7 +52,9 @@ def _check_rgba(a: np.ndarray, name: str) -> None:
     if a.dtype != np.float32:
         raise TypeError(f"{name} must be float32 premultiplied RGBA, got dtype {a.dtype}")
     if a.ndim < 1 or a.shape[-1] != 4:
-        raise ValueError(f"{name} must have 4 channels (RGBA) on its last axis, got shape {a.shape}")
+        raise ValueError(
+            f"{name} must have 4 channels (RGBA) on its last axis, got shape {a.shape}"
+        )
 
 
 def over(front: np.ndarray, back: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -196,9 +198,7 @@ def gather_pieces(
         return None
     counts = [sum(b - a for a, b in rs) * row_bytes for rs in all_ranges]
     buf = np.empty(sum(counts), dtype=np.uint8)
-    comm.Gatherv(
-        np.ascontiguousarray(local).view(np.uint8).reshape(-1), (buf, counts), root=root
-    )
+    comm.Gatherv(np.ascontiguousarray(local).view(np.uint8).reshape(-1), (buf, counts), root=root)
     out = np.empty(shape, dtype)
     rows = buf.view(dtype).reshape(-1, *shape[1:])
     at = 0

@@ -196,8 +196,9 @@ def _cell(p, dx, ncells, periodic, length, out):  # pragma: no cover - compiled
 
 
 @numba.njit(nogil=True, cache=True)
-def _advance(parts, h, max_steps, lo, hi, dx, ncells, periodic, length, kind, data, origin,
-             npts, cells_out):  # pragma: no cover - compiled
+def _advance(
+    parts, h, max_steps, lo, hi, dx, ncells, periodic, length, kind, data, origin, npts, cells_out
+):  # pragma: no cover - compiled
     """Advance particles ``(id, z, y, x, steps)`` in place while they stay in cells [lo, hi)."""
     m = parts.shape[0]
     status = np.zeros(m, np.int8)
@@ -294,8 +295,22 @@ def trace_serial(field: FieldSpec, seeds: np.ndarray, steps: int, h: float) -> n
     dx, ncells, periodic, length, kind, npts = _consts(field)
     data = np.ascontiguousarray(field.open(), dtype=np.float64)
     cells_out = np.zeros((len(parts), 3), np.int64)
-    _advance(parts, float(h), steps, np.zeros(3, np.int64), ncells, dx, ncells, periodic,
-             length, kind, data, np.zeros(3, np.int64), npts, cells_out)
+    _advance(
+        parts,
+        float(h),
+        steps,
+        np.zeros(3, np.int64),
+        ncells,
+        dx,
+        ncells,
+        periodic,
+        length,
+        kind,
+        data,
+        np.zeros(3, np.int64),
+        npts,
+        cells_out,
+    )
     return parts[:, 1:4].copy()
 
 
@@ -350,7 +365,9 @@ def trace(
     """
     _check(steps, h)
     if root is not None and not 0 <= root < master.comm.Get_size():
-        raise ValueError(f"root must be a rank in [0, {master.comm.Get_size()}) or None, got {root}")
+        raise ValueError(
+            f"root must be a rank in [0, {master.comm.Get_size()}) or None, got {root}"
+        )
     parts = _particles(seeds)
     dec = _decomposer(field, master.nblocks, float(h))
     dx, ncells, periodic, length, kind, npts = _consts(field)
@@ -384,8 +401,22 @@ def trace(
         if not len(p):
             return
         out = np.zeros((len(p), 3), np.int64)
-        status = _advance(p, float(h), steps, block.lo, block.hi, dx, ncells, periodic, length,
-                          kind, block.data, block.origin, npts, out)
+        status = _advance(
+            p,
+            float(h),
+            steps,
+            block.lo,
+            block.hi,
+            dx,
+            ncells,
+            periodic,
+            length,
+            kind,
+            block.data,
+            block.origin,
+            npts,
+            out,
+        )
         block.done.append(p[status == _DONE])
         moving = np.flatnonzero(status == _LEFT_BLOCK)
         if len(moving):

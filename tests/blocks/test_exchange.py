@@ -60,7 +60,9 @@ def test_random_data_dependent_walks_terminate_with_the_serial_outcome():
         for arrivals in (1, 2, 7):
             for assign in ("contiguous", "round_robin"):
                 m = Master(dec.nblocks, assign)
-                dec.decompose(m, lambda gid, core, bounds, s=seeds: {"done": [], "new": list(s[gid])})
+                dec.decompose(
+                    m, lambda gid, core, bounds, s=seeds: {"done": [], "new": list(s[gid])}
+                )
 
                 def work(block, cp):
                     todo = block["new"] + [(n, h) for n, h, _pay in cp.incoming()]
@@ -78,45 +80,6 @@ def test_random_data_dependent_walks_terminate_with_the_serial_outcome():
                 assert sorted(t for part in got for t in part) == expect
                 sent = comm.allreduce(stats.messages_sent)
                 assert sent == comm.allreduce(stats.messages_received)
-
-
-@mpi_test(timeout=60)
-def test_master_exchange_moves_items_along_links_and_by_reference_on_one_rank():
-    from mpi4py import MPI
-
-    from parvox.blocks import Master, RegularDecomposer
-
-    comm = MPI.COMM_WORLD
-    dec = RegularDecomposer((11, 13, 5), 3 * comm.Get_size(), ghosts=1, share_face=(True, False, False))
-    for threads in (1, 3):
-        m = Master(dec.nblocks, threads=threads)
-        dec.decompose(m, lambda gid, core, bounds: np.full(dec.shape_of(bounds), gid, float))
-        sent = {}
-
-        def send(block, cp, sent=sent):
-            for nb in cp.link.gids:
-                item = {"from": cp.gid, "data": block[:1].copy()}
-                sent[(cp.gid, nb)] = item
-                cp.enqueue(nb, item)
-
-        m.foreach(send)
-        m.exchange()
-        for gid in m.gids:
-            cp = m.proxy(gid)
-            assert cp.sources() == sorted(dec.link(gid).gids)
-            for src in dec.link(gid).gids:
-                (item,) = cp.dequeue(src)
-                assert item["from"] == src and np.all(item["data"] == src)
-                if m.is_local(src):
-                    assert item is sent[(src, gid)]  # moved without MPI, no copy
-            assert cp.incoming() == []
-    # cores and ghost bounds of the decomposer
-    for g in range(dec.nblocks):
-        core, bounds = dec.core(g), dec.bounds(g)
-        ext = dec.block_grid.extents(g)
-        assert core[0][1] == min(ext[0][1] + 1, 11) and core[1] == ext[1]
-        assert all(b[0] == max(c[0] - 1, 0) and b[1] == min(c[1] + 1, n)
-                   for b, c, n in zip(bounds, core, (11, 13, 5), strict=True))
 
 
 @mpi_test(timeout=60)

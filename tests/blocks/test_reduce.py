@@ -160,9 +160,13 @@ def test_fewer_blocks_than_ranks_leave_some_ranks_empty():
     for n in (1, 2, 3):
         m = Master(n, "round_robin")
         assert len(m.gids) <= 1 or MPI.COMM_WORLD.Get_size() < n
-        out = merge_reduce(m, RegularMergePartners(n, 2), _matmul_mod, {g: _matrices(g) for g in m.gids})
+        out = merge_reduce(
+            m, RegularMergePartners(n, 2), _matmul_mod, {g: _matrices(g) for g in m.gids}
+        )
         if m.is_local(0):
             np.testing.assert_array_equal(out[0], _serial(n))
-        pieces = swap_reduce(m, RegularSwapPartners(n, 2), _matmul_mod, {g: _matrices(g) for g in m.gids})
+        pieces = swap_reduce(
+            m, RegularSwapPartners(n, 2), _matmul_mod, {g: _matrices(g) for g in m.gids}
+        )
         for lo, hi, data in pieces.values():
             np.testing.assert_array_equal(data, _serial(n)[lo:hi])

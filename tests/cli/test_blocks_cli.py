@@ -41,10 +41,17 @@ def _stack(path, b=6, seed=0):
 
 def test_composite_and_trace_in_process(tmp_path, only_mine):
     stack = _stack(tmp_path / "in.npy")
-    assert cli.main(["composite", str(tmp_path / "in.npy"), str(tmp_path / "out.npy"), "--k", "3,2"]) == 0
-    np.testing.assert_allclose(np.load(tmp_path / "out.npy"), composite_serial(stack), rtol=1e-5, atol=1e-6)
+    assert (
+        cli.main(["composite", str(tmp_path / "in.npy"), str(tmp_path / "out.npy"), "--k", "3,2"])
+        == 0
+    )
+    np.testing.assert_allclose(
+        np.load(tmp_path / "out.npy"), composite_serial(stack), rtol=1e-5, atol=1e-6
+    )
     out = tmp_path / "ends.npy"
-    assert cli.main(["trace", "--seeds", "20", "--steps", "60", "--blocks", "8", "-o", str(out)]) == 0
+    assert (
+        cli.main(["trace", "--seeds", "20", "--steps", "60", "--blocks", "8", "-o", str(out)]) == 0
+    )
     seeds = seed_points(abc_field(), 20, seed=0)
     assert np.abs(np.load(out) - trace_serial(abc_field(), seeds, 60, 0.05)).max() <= 1e-9
 
@@ -53,7 +60,10 @@ def test_composite_and_trace_in_process(tmp_path, only_mine):
     ("argv", "needle"),
     [
         (["composite", "{d}/in.npy", "{d}/o.npy", "--k", "1"], "argument --k: k must be >= 2"),
-        (["composite", "{d}/in.npy", "{d}/o.npy", "--k", "4,2"], "argument --k: k-values [4, 2] do not fit 6"),
+        (
+            ["composite", "{d}/in.npy", "{d}/o.npy", "--k", "4,2"],
+            "argument --k: k-values [4, 2] do not fit 6",
+        ),
         (["composite", "{d}/missing.npy", "{d}/o.npy"], "argument IN.npy: no such file"),
         (["composite", "{d}/bad.npy", "{d}/o.npy"], "argument IN.npy: must hold a (B, H, W, 4)"),
         (["composite", "{d}/in.npy", "{d}/o.png"], "argument OUT.npy: must end in .npy"),
@@ -92,7 +102,9 @@ def test_composite_and_trace_under_mpi_equal_serial():
     assert cli.main(["trace", "--seeds", "30", "--steps", "80", "-o", f"{d}/t.npy"]) == 0
     comm.Barrier()
     if comm.Get_rank() == 0:
-        np.testing.assert_allclose(np.load(f"{d}/out.npy"), composite_serial(stack), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(
+            np.load(f"{d}/out.npy"), composite_serial(stack), rtol=1e-5, atol=1e-6
+        )
         ref = trace_serial(abc_field(), seed_points(abc_field(), 30, seed=0), 80, 0.05)
         assert np.abs(np.load(f"{d}/t.npy") - ref).max() <= 1e-9
 
@@ -101,6 +113,17 @@ def test_composite_and_trace_under_mpi_equal_serial():
 def test_dash_n_launches_mpiexec(tmp_path):
     stack = _stack(tmp_path / "in.npy", b=8)
     out = tmp_path / "out.npy"
-    cmd = [sys.executable, "-m", "parvox", "composite", str(tmp_path / "in.npy"), str(out), "--k", "4,2", "-n", "2"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "parvox",
+        "composite",
+        str(tmp_path / "in.npy"),
+        str(out),
+        "--k",
+        "4,2",
+        "-n",
+        "2",
+    ]
     subprocess.run(cmd, check=True, timeout=120)
     np.testing.assert_allclose(np.load(out), composite_serial(stack), rtol=1e-5, atol=1e-6)

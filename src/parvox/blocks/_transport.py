@@ -42,13 +42,21 @@ def unpack(raws: list[Any]) -> list[Entry]:
 class Sender:
     """Post the messages of one destination rank and keep their requests alive."""
 
-    def __init__(self, comm: MPI.Intracomm, dest: int, entries: list[Entry], tag: int,
-                 synchronous: bool = False) -> None:
+    def __init__(
+        self,
+        comm: MPI.Intracomm,
+        dest: int,
+        entries: list[Entry],
+        tag: int,
+        synchronous: bool = False,
+    ) -> None:
         self.counts, self.raws = pack(entries)
         send = comm.Issend if synchronous else comm.Isend
         self.requests = [send(self.counts, dest, tag + COUNTS)]
         for raw in self.raws:
-            self.requests.append(send(raw, dest, tag + (HEADER if raw is self.raws[0] else PAYLOAD)))
+            self.requests.append(
+                send(raw, dest, tag + (HEADER if raw is self.raws[0] else PAYLOAD))
+            )
 
 
 def post_sends(
@@ -65,8 +73,9 @@ def wait_senders(senders: list[Sender]) -> None:
     MPI.Request.Waitall([r for s in senders for r in s.requests])
 
 
-def receive_from(comm: MPI.Intracomm, source: int, tag: int, counts: np.ndarray | None = None
-                 ) -> list[Entry]:
+def receive_from(
+    comm: MPI.Intracomm, source: int, tag: int, counts: np.ndarray | None = None
+) -> list[Entry]:
     """Receive one rank's counts (unless already given), header and buffers; unpack them."""
     from mpi4py import MPI
 

@@ -111,6 +111,11 @@ class Master:
         The communicator (world by default); block messages use a private duplicate of it.
     threads : int
         Threads :meth:`foreach` uses by default (1: run callbacks in order on this thread).
+
+    Notes
+    -----
+    The first Master on a communicator is collective (it duplicates the communicator once);
+    reductions and exchanges are collective over it. Ranks may hold no block at all.
     """
 
     def __init__(
@@ -376,4 +381,3 @@ class RegularDecomposer:
     def coords(self, gid: int) -> tuple[int, ...]:
         """Grid coordinates of block ``gid``."""
         return self.block_grid.coords(gid)
-

@@ -69,12 +69,16 @@ def parse_k_values(k: int | Sequence[int] | str, name: str = "k") -> tuple[int, 
         raise TypeError(f"{name} must be an int or a sequence of ints, got a bool")
     if isinstance(k, int):
         if k < 2:
-            raise ValueError(f"{name} must be >= 2 (a group of one block exchanges nothing), got {k}")
+            raise ValueError(
+                f"{name} must be >= 2 (a group of one block exchanges nothing), got {k}"
+            )
         return k
     try:
         values = tuple(int(v) for v in k)
     except TypeError:
-        raise TypeError(f"{name} must be an int or a sequence of ints, got {type(k).__name__}") from None
+        raise TypeError(
+            f"{name} must be an int or a sequence of ints, got {type(k).__name__}"
+        ) from None
     if not values:
         raise ValueError(f"{name} must list at least one k-value")
     bad = [v for v in values if v < 2]
@@ -160,7 +164,10 @@ class RegularMergePartners:
     rounds: int
 
     def __init__(
-        self, decomposition: int | BlockGrid, k: int | Sequence[int] | str, rounds: int | None = None
+        self,
+        decomposition: int | BlockGrid,
+        k: int | Sequence[int] | str,
+        rounds: int | None = None,
     ) -> None:
         n = _count(decomposition)
         kv = parse_k_values(k)
@@ -203,9 +210,7 @@ class RegularMergePartners:
 
     @functools.cached_property
     def _where(self) -> list[dict[int, int]]:
-        return [
-            {gid: i for i, grp in enumerate(groups) for gid in grp} for groups in self._groups
-        ]
+        return [{gid: i for i, grp in enumerate(groups) for gid in grp} for groups in self._groups]
 
     def active(self, round: int, gid: int) -> bool:
         """Whether ``gid`` still holds an item at the start of ``round``."""
@@ -256,7 +261,10 @@ class RegularSwapPartners:
     rounds: int
 
     def __init__(
-        self, decomposition: int | BlockGrid, k: int | Sequence[int] | str, rounds: int | None = None
+        self,
+        decomposition: int | BlockGrid,
+        k: int | Sequence[int] | str,
+        rounds: int | None = None,
     ) -> None:
         n = _count(decomposition)
         kv = parse_k_values(k)

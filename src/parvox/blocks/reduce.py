@@ -122,9 +122,7 @@ def reduce(
             )
 
 
-def tree_reduce(
-    pieces: Sequence[Any], combine: Callable[[Any, Any], Any], threads: int = 1
-) -> Any:
+def tree_reduce(pieces: Sequence[Any], combine: Callable[[Any, Any], Any], threads: int = 1) -> Any:
     """Combine ``pieces`` in order with a binary tree (seed Fig. 4); levels run on threads.
 
     ``combine(front, back)`` is called on neighbours only, so the result equals the left fold
@@ -173,7 +171,9 @@ def _check_items(master: Master, items: Mapping[int, Any], arrays: bool) -> None
     everyone = master.comm.allgather((problem, mine))
     for r, (p, _) in enumerate(everyone):
         if p:
-            raise ValueError(f"items must hold exactly the local gids of each rank: rank {r} has {p}")
+            raise ValueError(
+                f"items must hold exactly the local gids of each rank: rank {r} has {p}"
+            )
     kinds = {g: d for _, m in everyone for g, d in m.items()}
     first = kinds[0]
     for g in sorted(kinds):

@@ -29,7 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--threads", type=int, default=1, help="threads compositing each round's pieces"
     )
     parser.add_argument(
-        "--assignment", choices=("contiguous", "round_robin"), default="contiguous",
+        "--assignment",
+        choices=("contiguous", "round_robin"),
+        default="contiguous",
         help="how images (blocks) are spread over ranks",
     )
 
