@@ -170,3 +170,31 @@ def test_fewer_blocks_than_ranks_leave_some_ranks_empty():
         )
         for lo, hi, data in pieces.values():
             np.testing.assert_array_equal(data, _serial(n)[lo:hi])
+
+
+@mpi_test(timeout=120)
+def test_pitfall_counts_10_and_189_blocks_with_k8_and_empty_fractions():
+    from mpi4py import MPI
+
+    from parvox.blocks import (
+        Master,
+        RegularMergePartners,
+        RegularSwapPartners,
+        merge_reduce,
+        swap_reduce,
+    )
+
+    for n in (10, 189):
+        m = Master(n, "round_robin")
+        expect = _serial(n)
+        items = {g: _matrices(g) for g in m.gids}  # 23 rows: fewer than 189 blocks
+        out = merge_reduce(m, RegularMergePartners(n, 8), _matmul_mod, items)
+        if m.is_local(0):
+            np.testing.assert_array_equal(out[0], expect)
+        pieces = swap_reduce(m, RegularSwapPartners(n, 8), _matmul_mod, items, threads=2)
+        cover = np.zeros(len(expect), int)
+        for lo, hi, data in pieces.values():
+            assert data.shape == (hi - lo, 2, 2)
+            np.testing.assert_array_equal(data, expect[lo:hi])
+            cover[lo:hi] += 1
+        assert MPI.COMM_WORLD.allreduce(cover).tolist() == [1] * len(expect)
