@@ -80,7 +80,11 @@ def test_trace_over_blocks_equals_the_serial_trace():
         ref = trace_serial(field, seeds, steps, h)
         for per_rank in (1, 3, 8):
             for arrivals in (1, 4):
-                m = Master(per_rank * size, "round_robin" if per_rank == 3 else "contiguous")
+                m = Master(
+                    per_rank * size,
+                    "round_robin" if per_rank == 3 else "contiguous",
+                    threads=2 if per_rank == 8 else 1,  # blocks advance on threads (nogil)
+                )
                 ends = trace(m, field, seeds, steps, h, arrivals=arrivals, root=size - 1)
                 if rank == size - 1:
                     assert np.abs(ends - ref).max() <= 1e-9

@@ -70,6 +70,7 @@ def test_composite_and_trace_in_process(tmp_path, only_mine):
         (["trace", "--h", "0", "-o", "{d}/o.npy"], "argument --h"),
         (["trace", "--seeds", "-1", "-o", "{d}/o.npy"], "argument --seeds"),
         (["trace", "--blocks", "0", "-o", "{d}/o.npy"], "argument --blocks"),
+        (["trace", "--threads", "0", "-o", "{d}/o.npy"], "argument --threads"),
         (["trace", "--field", "{d}/bad.npy", "-o", "{d}/o.npy"], "argument --field"),
         (["trace", "--field", "vortex", "-o", "{d}/o.npy"], "argument --field"),
     ],
@@ -99,7 +100,10 @@ def test_composite_and_trace_under_mpi_equal_serial():
     comm.Barrier()
     stack = np.load(f"{d}/in.npy")
     assert cli.main(["composite", f"{d}/in.npy", f"{d}/out.npy", "--k", "4", "--threads", "2"]) == 0
-    assert cli.main(["trace", "--seeds", "30", "--steps", "80", "-o", f"{d}/t.npy"]) == 0
+    assert (
+        cli.main(["trace", "--seeds", "30", "--steps", "80", "--threads", "2", "-o", f"{d}/t.npy"])
+        == 0
+    )
     comm.Barrier()
     if comm.Get_rank() == 0:
         np.testing.assert_allclose(

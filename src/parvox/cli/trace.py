@@ -1,4 +1,5 @@
-"""``parvox trace [--field abc|FILE.npy] [--seeds N] [--steps M] [--h H] [--blocks B] -o OUT.npy``.
+"""``parvox trace [--field abc|FILE.npy] [--seeds N] [--steps M] [--h H] [--blocks B] -o OUT.npy``
+(also ``--seed S``, ``--arrivals A``, ``--threads T``, ``--serial``).
 
 Traces ``N`` streamlines (RK4, fixed step ``H``, at most ``M`` steps) from reproducible random
 seeds through the ABC flow or a ``(Z, Y, X, 3)`` field, cut into ``B`` blocks spread over the
@@ -26,6 +27,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--h", type=float, default=0.05, help="RK4 step size")
     parser.add_argument("--blocks", type=int, default=None, help="blocks (default 8 per rank)")
     parser.add_argument("--arrivals", type=int, default=1, help="messages to wait for per pass")
+    parser.add_argument(
+        "--threads", type=int, default=1, help="threads advancing a rank's blocks (numba nogil)"
+    )
     parser.add_argument("--serial", action="store_true", help="run the serial reference instead")
     parser.add_argument("-o", "--output", required=True, metavar="OUT.npy", help="end points")
 
@@ -50,6 +54,8 @@ def validate(args: argparse.Namespace) -> None:
         raise UsageError("--h", f"must be a finite step size > 0, got {args.h}")
     if args.blocks is not None and args.blocks < 1:
         raise UsageError("--blocks", f"must be >= 1, got {args.blocks}")
+    if args.threads < 1:
+        raise UsageError("--threads", f"must be >= 1, got {args.threads}")
     if args.arrivals < 1:
         raise UsageError("--arrivals", f"must be >= 1, got {args.arrivals}")
     if not str(args.output).endswith(".npy"):
@@ -73,7 +79,14 @@ def run(args: argparse.Namespace) -> int:
         np.save(args.output, trace_serial(field, seeds, args.steps, args.h))
         return 0
     nblocks = args.blocks if args.blocks is not None else 8 * size()
-    ends = trace(Master(nblocks), field, seeds, args.steps, args.h, arrivals=args.arrivals)
+    ends = trace(
+        Master(nblocks, threads=args.threads),
+        field,
+        seeds,
+        args.steps,
+        args.h,
+        arrivals=args.arrivals,
+    )
     if ends is not None:
         np.save(args.output, ends)
     return 0
