@@ -22,4 +22,5 @@ ends = trace(
 )
 if ends is not None:
     ref = trace_serial(field, seeds, 300, 0.05)
+    assert np.abs(ends - ref).max() <= 1e-9  # the same integrator, block by block
     print(f"max |end - serial| = {np.abs(ends - ref).max():.3g}; rank 0: {stats[0]}")
