@@ -36,7 +36,7 @@ True
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -245,7 +245,8 @@ class SwapPiece:
     stop: int
     data: np.ndarray
 
-    def __iter__(self):  # unpack as ``start, stop, data``
+    def __iter__(self) -> Iterator[Any]:
+        """Unpack as ``start, stop, data``."""
         return iter((self.start, self.stop, self.data))
 
 
