@@ -1,0 +1,226 @@
+"""Extract and resample the part of a slice that one extent holds (compiled kernels).
+
+A sample of the plane's grid belongs to the extent that holds the floor of its coordinates;
+thanks to the one-voxel overlap the extent has all eight voxels trilinear interpolation needs,
+so every sample is computed by exactly one extent. With zoom ``Z`` a part carries, for each
+output pixel it touches, the sum of its ``Z x Z`` samples that lie in the extent; the merge adds
+these sums (in extent order, so the result does not depend on the rank count) and divides by
+``Z*Z``. Samples outside ``[0, n-1]`` in any axis are 0, as in
+``scipy.ndimage.map_coordinates(order=1, mode='constant', cval=0)``.
+
+The kernel is ``numba.njit(nogil=True, cache=True)``: it releases the GIL, so reads in the
+I/O threads overlap it.
+
+Examples
+--------
+>>> import numpy as np
+>>> from parvox.volume import Layout
+>>> from parvox.slicing import Plane
+>>> lay = Layout((8, 8, 8), extent=(8, 8, 8))
+>>> block = np.zeros((9, 9, 9), np.float32); block[4] = 2.0
+>>> plane = Plane(center=(4, 3.5, 3.5), u=(0, 0, 1), v=(0, 1, 0), size=(8, 8))
+>>> part = extract_part(block, (0, 0, 0), lay, plane)
+>>> part.index.size, float(part.values.max())
+(64, 2.0)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numba
+import numpy as np
+
+from parvox.slicing.extents import grid_ranges
+from parvox.slicing.plane import Plane
+from parvox.volume.layout import Layout
+
+__all__ = ["Part", "extract_part", "finish_slice", "merge_parts"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Part:
+    """The pixels of a slice computed from one extent.
+
+    Attributes
+    ----------
+    extent : int
+        Linear index of the extent (orders the merge).
+    index : ndarray of int64
+        Flat output pixel indices ``i * W + j``, unique within the part.
+    values : ndarray of float32, shape (n, C)
+        Sum of the pixel's samples that lie in the extent.
+    """
+
+    extent: int
+    index: np.ndarray
+    values: np.ndarray
+
+
+@numba.njit(nogil=True, cache=True)
+def _extract_kernel(block, lo, hi, last, prm, k0, k1, l0, l1, zoom, width):  # pragma: no cover
+    # block: (ez+1, ey+1, ex+1, C); lo/hi: owned floor range [lo, hi) per axis (voxel indices);
+    # last: n-1 per axis; prm: origin(3), dk(3), dl(3); samples k in [k0, k1), l in [l0, l1).
+    nch = block.shape[3]
+    i0 = k0 // zoom
+    j0 = l0 // zoom
+    ni = (k1 - 1) // zoom - i0 + 1
+    nj = (l1 - 1) // zoom - j0 + 1
+    acc = np.zeros((ni, nj, nch), np.float64)
+    hit = np.zeros((ni, nj), np.bool_)
+    lo0, lo1, lo2 = lo[0], lo[1], lo[2]
+    for k in range(k0, k1):
+        kf = np.float64(k)
+        b0 = prm[0] + kf * prm[3]
+        b1 = prm[1] + kf * prm[4]
+        b2 = prm[2] + kf * prm[5]
+        # conservative l interval of this row from the three slab constraints
+        la = np.float64(l0)
+        lb = np.float64(l1 - 1)
+        empty = False
+        for a in range(3):
+            base = b0 if a == 0 else (b1 if a == 1 else b2)
+            d = prm[6 + a]
+            low = max(np.float64(lo[a]), 0.0)
+            high = min(np.float64(hi[a]), last[a])
+            if d == 0.0:
+                if base < low - 1e-9 or base > high + 1e-9:
+                    empty = True
+            else:
+                t0 = (low - base) / d
+                t1 = (high - base) / d
+                if t0 > t1:
+                    t0, t1 = t1, t0
+                la = max(la, np.floor(t0) - 1.0)
+                lb = min(lb, np.ceil(t1) + 1.0)
+        if empty or la > lb:
+            continue
+        for li in range(int(la), int(lb) + 1):
+            lf = np.float64(li)
+            p0 = b0 + lf * prm[6]
+            p1 = b1 + lf * prm[7]
+            p2 = b2 + lf * prm[8]
+            if p0 < 0.0 or p1 < 0.0 or p2 < 0.0:
+                continue
+            if p0 > last[0] or p1 > last[1] or p2 > last[2]:
+                continue
+            f0 = np.floor(p0)
+            f1 = np.floor(p1)
+            f2 = np.floor(p2)
+            a0 = int(f0) - lo0
+            a1 = int(f1) - lo1
+            a2 = int(f2) - lo2
+            if a0 < 0 or a1 < 0 or a2 < 0:
+                continue
+            if a0 >= hi[0] - lo0 or a1 >= hi[1] - lo1 or a2 >= hi[2] - lo2:
+                continue
+            t0 = p0 - f0
+            t1 = p1 - f1
+            t2 = p2 - f2
+            s0 = 1.0 - t0
+            s1 = 1.0 - t1
+            s2 = 1.0 - t2
+            pi = k // zoom - i0
+            pj = li // zoom - j0
+            hit[pi, pj] = True
+            for c in range(nch):
+                v = (
+                    s0 * (s1 * (s2 * np.float64(block[a0, a1, a2, c])
+                                + t2 * np.float64(block[a0, a1, a2 + 1, c]))
+                          + t1 * (s2 * np.float64(block[a0, a1 + 1, a2, c])
+                                  + t2 * np.float64(block[a0, a1 + 1, a2 + 1, c])))
+                    + t0 * (s1 * (s2 * np.float64(block[a0 + 1, a1, a2, c])
+                                  + t2 * np.float64(block[a0 + 1, a1, a2 + 1, c]))
+                            + t1 * (s2 * np.float64(block[a0 + 1, a1 + 1, a2, c])
+                                    + t2 * np.float64(block[a0 + 1, a1 + 1, a2 + 1, c])))
+                )  # fmt: skip
+                acc[pi, pj, c] += v
+    n = 0
+    for pi in range(ni):
+        for pj in range(nj):
+            if hit[pi, pj]:
+                n += 1
+    index = np.empty(n, np.int64)
+    values = np.empty((n, nch), np.float32)
+    m = 0
+    for pi in range(ni):
+        for pj in range(nj):
+            if hit[pi, pj]:
+                index[m] = (i0 + pi) * width + (j0 + pj)
+                for c in range(nch):
+                    values[m, c] = acc[pi, pj, c]
+                m += 1
+    return index, values
+
+
+def extract_part(
+    block: np.ndarray, key: tuple[int, int, int], layout: Layout, plane: Plane
+) -> Part:
+    """Resample the samples of ``plane`` that extent ``key`` owns.
+
+    Parameters
+    ----------
+    block : ndarray
+        The extent as read (``extent + 1`` voxels per axis, channels last for RGB).
+    key : (kz, ky, kx)
+        The extent's index.
+    layout : Layout
+    plane : Plane
+
+    Returns
+    -------
+    Part
+        Possibly empty when the plane only grazes the extent between samples.
+    """
+    key = tuple(int(k) for k in key)  # type: ignore[assignment]
+    ext = np.asarray(layout.extent, dtype=np.int64)
+    lo = np.asarray(key, dtype=np.int64) * ext
+    hi = np.minimum(lo + ext, np.asarray(layout.shape, dtype=np.int64))
+    last = np.asarray(layout.shape, dtype=np.float64) - 1.0
+    b4 = block if block.ndim == 4 else block[..., None]
+    if b4.shape[:3] != layout.slot_shape:
+        raise ValueError(
+            f"block must have shape {layout.slot_shape} (+channels), got {block.shape}"
+        )
+    k0, k1, l0, l1 = (int(r[0]) for r in grid_ranges(plane, layout, np.asarray([key])))
+    lin = int(layout.linear_index(*key))
+    nch = b4.shape[3]
+    if k0 >= k1 or l0 >= l1:
+        return Part(lin, np.empty(0, np.int64), np.empty((0, nch), np.float32))
+    index, values = _extract_kernel(
+        b4, lo, hi, last, plane.kernel_params(), k0, k1, l0, l1, plane.zoom, plane.size[1]
+    )
+    return Part(lin, index, values)
+
+
+def merge_parts(parts: list[Part], plane: Plane, channels: int = 1) -> np.ndarray:
+    """Add the parts into the slice (float64 sums, extent order) and divide by ``zoom**2``.
+
+    Returns
+    -------
+    ndarray of float32
+        ``(H, W)`` or ``(H, W, channels)``: the unrounded slice.
+    """
+    h, w = plane.size
+    acc = np.zeros((h * w, channels), dtype=np.float64)
+    for part in sorted(parts, key=lambda p: p.extent):
+        if part.index.size:
+            acc[part.index] += part.values
+    acc /= plane.zoom * plane.zoom
+    out = acc.astype(np.float32).reshape(h, w, channels)
+    return out[..., 0] if channels == 1 else out
+
+
+def finish_slice(raw: np.ndarray, dtype: np.dtype | str) -> np.ndarray:
+    """Round a float slice to an integer volume ``dtype`` (float dtypes pass through).
+
+    Examples
+    --------
+    >>> finish_slice(np.array([0.4, 254.6, 300.0], np.float32), "uint8")
+    array([  0, 255, 255], dtype=uint8)
+    """
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        return raw.astype(dt, copy=False)
+    info = np.iinfo(dt)
+    return np.clip(np.rint(raw), info.min, info.max).astype(dt)
