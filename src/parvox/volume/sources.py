@@ -125,7 +125,7 @@ class _NiftiSource:
         self.dtype = store_dtype(img.get_data_dtype())
         self.channels = 1
         zooms = img.header.get_zooms()[:3]
-        self.spacing = tuple(float(z) for z in zooms[::-1])
+        self.spacing = tuple(round(float(z), 6) for z in zooms[::-1])  # float32 header
 
     def read_slab(self, z0: int, z1: int) -> np.ndarray:
         block = np.asarray(self.img.dataobj[:, :, z0:z1])
