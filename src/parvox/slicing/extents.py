@@ -123,10 +123,11 @@ def iter_cut_extents(plane: Plane, layout: Layout) -> Iterator[np.ndarray]:
         ]
         qmin = np.min(qd, axis=0) - _EPS
         qmax = np.max(qd, axis=0) + _EPS
-        d_first = np.maximum(np.floor(qmin / ext[d]).astype(np.int64), k_lo[d])
-        # a sample exactly at k*E has floor k*E and belongs to extent k, not k - 1
-        d_last = np.minimum(np.floor(qmax / ext[d]).astype(np.int64), k_hi[d])
-        counts = np.maximum(d_last - d_first + 1, 0)
+        # the owned boxes along d cover [0, n-1]; a sample exactly at k*E belongs to extent k
+        d_first = np.maximum(np.floor(np.maximum(qmin, 0.0) / ext[d]).astype(np.int64), k_lo[d])
+        d_last = np.minimum(np.floor(np.minimum(qmax, last[d]) / ext[d]).astype(np.int64), k_hi[d])
+        counts = np.where((qmax >= 0.0) & (qmin <= last[d]), d_last - d_first + 1, 0)
+        counts = np.maximum(counts, 0)
         if counts.sum() == 0:
             yield np.empty((0, 3), dtype=np.int64)
             continue

@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from parvox.comm import get_comm
-from parvox.slicing.extents import extents_on_disks
+from parvox.comm import ParvoxError, get_comm
+from parvox.slicing.extents import extents_on_disks, grid_ranges
 from parvox.slicing.plane import Plane
 from parvox.slicing.resample import Part, extract_part, finish_slice, merge_parts
 from parvox.volume.cache import DEFAULT_CACHE_BYTES, ExtentReader
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SliceEngine",
+    "SliceError",
     "SliceStats",
     "extract_parts",
     "extract_slice",
@@ -53,6 +54,10 @@ __all__ = [
 ]
 
 
+class SliceError(ParvoxError):
+    """A rank failed while extracting its parts (raised on the root, naming the rank)."""
+
+
 def extract_parts(
     plane: Plane, reader: ExtentReader, keys: Iterable[tuple[int, int, int]], layout: Layout
 ) -> list[Part]:
@@ -60,9 +65,15 @@ def extract_parts(
 
     Empty parts (the plane grazes an extent between samples) are dropped.
     """
+    keys = [tuple(int(k) for k in key) for key in keys]
+    if not keys:
+        return []
+    rng = grid_ranges(plane, layout, np.asarray(keys, dtype=np.int64))
+    ranges = {key: tuple(int(r) for r in rng[:, i]) for i, key in enumerate(keys)}
+    params = plane.kernel_params()
     parts = []
     for key, block in reader.read_many(keys):
-        part = extract_part(block, key, layout, plane)
+        part = extract_part(block, key, layout, plane, ranges[key], params)
         if part.index.size:
             parts.append(part)
     return parts
@@ -213,30 +224,49 @@ class SliceEngine:
         self.stats = SliceStats(len(keys), len(parts), 0, time.perf_counter() - t0)
         return parts
 
-    def gather_parts(self, parts: list[Part], root: int = 0) -> list[Part] | None:
-        """Send this rank's parts to ``root`` in one message; ``root`` returns all parts."""
+    def gather_parts(
+        self, parts: list[Part], root: int = 0, error: BaseException | None = None
+    ) -> list[Part] | None:
+        """Send this rank's parts to ``root`` in one message; ``root`` returns all parts.
+
+        A rank that failed (``error``) still takes part, sending nothing; ``root`` then raises
+        :class:`SliceError` with that rank's message, so no rank is left waiting.
+        """
         comm = self.comm
         if comm.Get_size() == 1:
+            if error is not None:
+                raise error
             return parts
         from mpi4py import MPI
 
-        buf = pack_parts(parts, self.channels) if self.rank != root else np.empty(0, np.uint8)
+        mine = self.rank == root
+        buf = np.empty(0, np.uint8)
+        if not mine and error is None:
+            buf = pack_parts(parts, self.channels)
         self.stats.message_bytes = int(buf.size)
-        sizes = comm.gather(int(buf.size), root=root)
-        if self.rank == root:
-            assert sizes is not None
-            counts = np.asarray(sizes, dtype=np.int64)
-            displs = np.concatenate([[0], np.cumsum(counts)[:-1]])
-            recv = np.empty(int(counts.sum()), dtype=np.uint8)
-            comm.Gatherv(buf, [recv, counts, displs, MPI.BYTE], root=root)
-            allparts = list(parts)
-            for r in range(comm.Get_size()):
-                if r != root and counts[r]:
-                    chunk = recv[displs[r] : displs[r] + counts[r]]
-                    allparts.extend(unpack_parts(chunk, self.channels))
-            return allparts
-        comm.Gatherv(buf, None, root=root)
-        return None
+        msg = None if error is None else f"{type(error).__name__}: {error}"
+        info = comm.gather((int(buf.size), msg), root=root)
+        if not mine:
+            comm.Gatherv(buf, None, root=root)
+            if error is not None:
+                raise error
+            return None
+        assert info is not None
+        counts = np.asarray([n for n, _ in info], dtype=np.int64)
+        displs = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        recv = np.empty(int(counts.sum()), dtype=np.uint8)
+        comm.Gatherv(buf, [recv, counts, displs, MPI.BYTE], root=root)
+        if error is not None:
+            raise error
+        failed = [(r, m) for r, (_, m) in enumerate(info) if m is not None]
+        if failed:
+            raise SliceError(f"rank {failed[0][0]} failed extracting its parts: {failed[0][1]}")
+        allparts = list(parts)
+        for r in range(comm.Get_size()):
+            if r != root and counts[r]:
+                chunk = recv[displs[r] : displs[r] + counts[r]]
+                allparts.extend(unpack_parts(chunk, self.channels))
+        return allparts
 
     def extract(self, plane: Plane, root: int = 0, raw: bool = False) -> np.ndarray | None:
         """Extract ``plane`` (collective): the slice on ``root``, ``None`` elsewhere.
@@ -246,9 +276,19 @@ class SliceEngine:
         raw : bool
             Return the float32 slice unrounded (integer volumes are otherwise rounded to their
             dtype, RGB channels independently).
+
+        Raises
+        ------
+        ChecksumError
+            On the rank whose extent is corrupted; ``root`` raises :class:`SliceError` naming it.
         """
-        parts = self.local_parts(plane)
-        allparts = self.gather_parts(parts, root)
+        error: BaseException | None = None
+        parts: list[Part] = []
+        try:
+            parts = self.local_parts(plane)
+        except Exception as exc:  # reported to root inside the collective
+            error = exc
+        allparts = self.gather_parts(parts, root, error)
         if allparts is None:
             return None
         out = merge_parts(allparts, plane, self.channels)

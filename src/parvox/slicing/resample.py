@@ -154,7 +154,12 @@ def _extract_kernel(block, lo, hi, last, prm, k0, k1, l0, l1, zoom, width):  # p
 
 
 def extract_part(
-    block: np.ndarray, key: tuple[int, int, int], layout: Layout, plane: Plane
+    block: np.ndarray,
+    key: tuple[int, int, int],
+    layout: Layout,
+    plane: Plane,
+    ranges: tuple[int, int, int, int] | None = None,
+    params: np.ndarray | None = None,
 ) -> Part:
     """Resample the samples of ``plane`` that extent ``key`` owns.
 
@@ -166,29 +171,37 @@ def extract_part(
         The extent's index.
     layout : Layout
     plane : Plane
+    ranges : (k0, k1, l0, l1), optional
+        The extent's sample ranges from :func:`~parvox.slicing.extents.grid_ranges` (computed
+        when not given; pass them when extracting many extents of one plane).
+    params : ndarray, optional
+        ``plane.kernel_params()``, likewise.
 
     Returns
     -------
     Part
         Possibly empty when the plane only grazes the extent between samples.
     """
-    key = tuple(int(k) for k in key)  # type: ignore[assignment]
-    ext = np.asarray(layout.extent, dtype=np.int64)
-    lo = np.asarray(key, dtype=np.int64) * ext
-    hi = np.minimum(lo + ext, np.asarray(layout.shape, dtype=np.int64))
-    last = np.asarray(layout.shape, dtype=np.float64) - 1.0
+    kz, ky, kx = (int(k) for k in key)
+    ez, ey, ex = layout.extent
+    nz, ny, nx = layout.shape
+    lo = np.array((kz * ez, ky * ey, kx * ex), dtype=np.int64)
+    hi = np.array((min(lo[0] + ez, nz), min(lo[1] + ey, ny), min(lo[2] + ex, nx)), np.int64)
+    last = np.array((nz - 1, ny - 1, nx - 1), dtype=np.float64)
     b4 = block if block.ndim == 4 else block[..., None]
     if b4.shape[:3] != layout.slot_shape:
         raise ValueError(
             f"block must have shape {layout.slot_shape} (+channels), got {block.shape}"
         )
-    k0, k1, l0, l1 = (int(r[0]) for r in grid_ranges(plane, layout, np.asarray([key])))
-    lin = int(layout.linear_index(*key))
-    nch = b4.shape[3]
+    if ranges is None:
+        ranges = tuple(int(r[0]) for r in grid_ranges(plane, layout, np.asarray([key])))
+    k0, k1, l0, l1 = ranges
+    lin = int(layout.linear_index(kz, ky, kx))
     if k0 >= k1 or l0 >= l1:
-        return Part(lin, np.empty(0, np.int64), np.empty((0, nch), np.float32))
+        return Part(lin, np.empty(0, np.int64), np.empty((0, b4.shape[3]), np.float32))
+    prm = plane.kernel_params() if params is None else params
     index, values = _extract_kernel(
-        b4, lo, hi, last, plane.kernel_params(), k0, k1, l0, l1, plane.zoom, plane.size[1]
+        b4, lo, hi, last, prm, int(k0), int(k1), int(l0), int(l1), plane.zoom, plane.size[1]
     )
     return Part(lin, index, values)
 
