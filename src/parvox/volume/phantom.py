@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numba
 import numpy as np
 
 __all__ = ["Phantom", "phantom"]
@@ -68,54 +69,74 @@ class Phantom:
     def read_slab(self, z0: int, z1: int) -> np.ndarray:
         """Planes ``z0:z1`` (computed, deterministic)."""
         nz, ny, nx = self.shape
-        z = (np.arange(z0, z1, dtype=np.float32)[:, None, None] + 0.5) / nz * 2 - 1
-        y = (np.arange(ny, dtype=np.float32)[None, :, None] + 0.5) / ny * 2 - 1
-        x = (np.arange(nx, dtype=np.float32)[None, None, :] + 0.5) / nx * 2 - 1
-        label = np.zeros((z1 - z0, ny, nx), dtype=np.uint8)
-        names = list(_TISSUES)
+        if not 0 <= z0 <= z1 <= nz:
+            raise ValueError(f"slab [{z0}, {z1}) is not inside [0, {nz}]")
+        out = np.empty((z1 - z0, ny, nx, self.channels), dtype=np.uint8)
+        _phantom_kernel(out, z0, nz, ny, nx, _LUT if self.rgb else _LUT1)
+        return out if self.rgb else out[..., 0]
 
-        def put(mask: np.ndarray, tissue: str) -> None:
-            label[np.broadcast_to(mask, label.shape)] = names.index(tissue) + 1
 
-        # trunk: an elliptic cylinder below the neck, slightly narrower towards the feet
-        width = 0.85 - 0.15 * np.clip(z, 0, 1)
-        trunk = ((x / width) ** 2 + (y / 0.62) ** 2) * (z > -0.55)
-        put(trunk <= 1.0, "skin")
-        put(trunk <= 0.93, "fat")
-        put(trunk <= 0.80, "muscle")
-        lungs = (((np.abs(x) - 0.33) / 0.24) ** 2 + ((y + 0.05) / 0.35) ** 2
-                 + ((z + 0.2) / 0.32) ** 2)  # fmt: skip
-        put(lungs <= 1.0, "lung")
-        heart = ((x + 0.08) / 0.2) ** 2 + ((y + 0.12) / 0.22) ** 2 + ((z + 0.12) / 0.18) ** 2
-        put(heart <= 1.0, "heart")
-        spine = (x / 0.08) ** 2 + ((y - 0.38) / 0.08) ** 2
-        put((spine <= 1.0) & (z > -0.6), "bone")
-        put((spine <= 0.3) & (z > -0.6), "cord")
-        # head: skull shell and brain
-        head = (x / 0.45) ** 2 + ((y + 0.05) / 0.5) ** 2 + ((z + 0.75) / 0.26) ** 2
-        put(head <= 1.0, "skin")
-        put(head <= 0.85, "bone")
-        put(head <= 0.70, "brain")
-        # deterministic texture: smooth ripples plus hashed voxel noise in [-1, 1]
-        zi = np.arange(z0, z1, dtype=np.uint32)[:, None, None]
-        yi = np.arange(ny, dtype=np.uint32)[None, :, None]
-        xi = np.arange(nx, dtype=np.uint32)[None, None, :]
-        h = (zi * np.uint32(73856093)) ^ (yi * np.uint32(19349663)) ^ (xi * np.uint32(83492791))
-        h = (h ^ (h >> np.uint32(13))) * np.uint32(1274126177)
-        noise = (h >> np.uint32(16)).astype(np.float32) / 32768.0 - 1.0
-        ripple = np.sin(x * 23.0 + z * 7.0) * np.sin(y * 19.0 - z * 11.0)
-        tex = 1.0 + 0.06 * ripple + 0.05 * noise
-        if self.rgb:
-            lut = np.zeros((len(names) + 1, 3), dtype=np.float32)
-            for i, t in enumerate(names):
-                lut[i + 1] = _TISSUES[t][0]
-            out = lut[label] * tex[..., None]
-        else:
-            lut1 = np.zeros(len(names) + 1, dtype=np.float32)
-            for i, t in enumerate(names):
-                lut1[i + 1] = _TISSUES[t][1]
-            out = lut1[label] * tex
-        return np.clip(np.rint(out), 0, 255).astype(np.uint8)
+_NAMES = list(_TISSUES)
+_LUT = np.zeros((len(_NAMES) + 1, 3), dtype=np.float32)
+_LUT1 = np.zeros((len(_NAMES) + 1, 1), dtype=np.float32)
+for _i, _t in enumerate(_NAMES):
+    _LUT[_i + 1] = _TISSUES[_t][0]
+    _LUT1[_i + 1, 0] = _TISSUES[_t][1]
+_SKIN, _FAT, _MUSCLE, _LUNG, _HEART, _BONE, _BRAIN, _CORD = range(1, 9)
+
+
+@numba.njit(nogil=True, cache=True)
+def _phantom_kernel(out, z0, nz, ny, nx, lut):  # pragma: no cover
+    nch = out.shape[3]
+    for iz in range(out.shape[0]):
+        zg = z0 + iz
+        z = (zg + 0.5) / nz * 2.0 - 1.0
+        width = 0.85 - 0.15 * min(max(z, 0.0), 1.0)
+        for iy in range(ny):
+            y = (iy + 0.5) / ny * 2.0 - 1.0
+            for ix in range(nx):
+                x = (ix + 0.5) / nx * 2.0 - 1.0
+                label = 0
+                if z > -0.55:
+                    trunk = (x / width) ** 2 + (y / 0.62) ** 2
+                    if trunk <= 1.0:
+                        label = _SKIN
+                    if trunk <= 0.93:
+                        label = _FAT
+                    if trunk <= 0.80:
+                        label = _MUSCLE
+                lungs = ((abs(x) - 0.33) / 0.24) ** 2 + ((y + 0.05) / 0.35) ** 2
+                lungs += ((z + 0.2) / 0.32) ** 2
+                if lungs <= 1.0:
+                    label = _LUNG
+                heart = ((x + 0.08) / 0.2) ** 2 + ((y + 0.12) / 0.22) ** 2
+                heart += ((z + 0.12) / 0.18) ** 2
+                if heart <= 1.0:
+                    label = _HEART
+                spine = (x / 0.08) ** 2 + ((y - 0.38) / 0.08) ** 2
+                if z > -0.6 and spine <= 1.0:
+                    label = _BONE if spine > 0.3 else _CORD
+                head = (x / 0.45) ** 2 + ((y + 0.05) / 0.5) ** 2 + ((z + 0.75) / 0.26) ** 2
+                if head <= 1.0:
+                    label = _SKIN
+                    if head <= 0.85:
+                        label = _BONE
+                    if head <= 0.70:
+                        label = _BRAIN
+                if label == 0:
+                    for c in range(nch):
+                        out[iz, iy, ix, c] = 0
+                    continue
+                # deterministic texture: smooth ripples plus hashed voxel noise
+                m32 = 0xFFFFFFFF
+                h = ((zg * 73856093) ^ (iy * 19349663) ^ (ix * 83492791)) & m32
+                h = ((h ^ (h >> 13)) * 1274126177) & m32
+                noise = (h >> 16) / 32768.0 - 1.0
+                ripple = np.sin(x * 23.0 + z * 7.0) * np.sin(y * 19.0 - z * 11.0)
+                tex = 1.0 + 0.06 * ripple + 0.05 * noise
+                for c in range(nch):
+                    v = np.rint(lut[label, c] * tex)
+                    out[iz, iy, ix, c] = np.uint8(min(max(v, 0.0), 255.0))
 
 
 def phantom(shape: Sequence[int], rgb: bool = False) -> np.ndarray:
