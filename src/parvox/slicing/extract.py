@@ -59,17 +59,23 @@ class SliceError(ParvoxError):
 
 
 def extract_parts(
-    plane: Plane, reader: ExtentReader, keys: Iterable[tuple[int, int, int]], layout: Layout
+    plane: Plane,
+    reader: ExtentReader,
+    keys: Iterable[tuple[int, int, int]],
+    layout: Layout,
+    ranges: np.ndarray | None = None,
 ) -> list[Part]:
     """Read ``keys`` through ``reader`` and extract each extent's part as soon as it is read.
 
-    Empty parts (the plane grazes an extent between samples) are dropped.
+    ``ranges`` (``(4, n)``, from ``extents_on_disks(..., return_ranges=True)``) saves
+    recomputing the sample ranges. Empty parts (the plane grazes an extent between samples)
+    are dropped.
     """
     keys = [tuple(int(k) for k in key) for key in keys]
     if not keys:
         return []
-    rng = grid_ranges(plane, layout, np.asarray(keys, dtype=np.int64))
-    ranges = {key: tuple(int(r) for r in rng[:, i]) for i, key in enumerate(keys)}
+    rng = grid_ranges(plane, layout, np.asarray(keys)) if ranges is None else ranges
+    ranges = dict(zip(keys, map(tuple, rng.T.tolist()), strict=True))
     params = plane.kernel_params()
     parts = []
     for key, block in reader.read_many(keys):
@@ -219,8 +225,8 @@ class SliceEngine:
     def local_parts(self, plane: Plane) -> list[Part]:
         """Read this rank's extents and extract their parts (I/O overlapping extraction)."""
         t0 = time.perf_counter()
-        keys = self.local_extents(plane)
-        parts = extract_parts(plane, self.reader, [tuple(k) for k in keys], self.layout)
+        keys, rng = extents_on_disks(plane, self.layout, self.disks, return_ranges=True)
+        parts = extract_parts(plane, self.reader, keys.tolist(), self.layout, rng)
         self.stats = SliceStats(len(keys), len(parts), 0, time.perf_counter() - t0)
         return parts
 

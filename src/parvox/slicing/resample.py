@@ -66,8 +66,18 @@ def _extract_kernel(block, lo, hi, last, prm, k0, k1, l0, l1, zoom, width):  # p
     j0 = l0 // zoom
     ni = (k1 - 1) // zoom - i0 + 1
     nj = (l1 - 1) // zoom - j0 + 1
-    acc = np.zeros((ni, nj, nch), np.float64)
-    hit = np.zeros((ni, nj), np.bool_)
+    direct = zoom == 1  # one sample per pixel: write the outputs straight away
+    if direct:
+        acc = np.zeros((1, 1, nch), np.float64)
+        hit = np.zeros((1, 1), np.bool_)
+        dindex = np.empty((k1 - k0) * (l1 - l0), np.int64)
+        dvalues = np.empty(((k1 - k0) * (l1 - l0), nch), np.float32)
+    else:
+        acc = np.zeros((ni, nj, nch), np.float64)
+        hit = np.zeros((ni, nj), np.bool_)
+        dindex = np.empty(0, np.int64)
+        dvalues = np.empty((0, nch), np.float32)
+    m = 0
     lo0, lo1, lo2 = lo[0], lo[1], lo[2]
     for k in range(k0, k1):
         kf = np.float64(k)
@@ -122,7 +132,10 @@ def _extract_kernel(block, lo, hi, last, prm, k0, k1, l0, l1, zoom, width):  # p
             s2 = 1.0 - t2
             pi = k // zoom - i0
             pj = li // zoom - j0
-            hit[pi, pj] = True
+            if direct:
+                dindex[m] = k * width + li
+            else:
+                hit[pi, pj] = True
             for c in range(nch):
                 v = (
                     s0 * (s1 * (s2 * np.float64(block[a0, a1, a2, c])
@@ -134,7 +147,13 @@ def _extract_kernel(block, lo, hi, last, prm, k0, k1, l0, l1, zoom, width):  # p
                             + t1 * (s2 * np.float64(block[a0 + 1, a1 + 1, a2, c])
                                     + t2 * np.float64(block[a0 + 1, a1 + 1, a2 + 1, c])))
                 )  # fmt: skip
-                acc[pi, pj, c] += v
+                if direct:
+                    dvalues[m, c] = v
+                else:
+                    acc[pi, pj, c] += v
+            m += 1
+    if direct:
+        return dindex[:m].copy(), dvalues[:m].copy()
     n = 0
     for pi in range(ni):
         for pj in range(nj):
@@ -207,7 +226,11 @@ def extract_part(
 
 
 def merge_parts(parts: list[Part], plane: Plane, channels: int = 1) -> np.ndarray:
-    """Add the parts into the slice (float64 sums, extent order) and divide by ``zoom**2``.
+    """Merge the parts into the slice and divide by ``zoom**2``.
+
+    Without zoom the parts are disjoint and are simply placed. With zoom a pixel's sums from
+    several extents are added in extent order (float64), so the result does not depend on
+    how the parts were distributed over ranks.
 
     Returns
     -------
@@ -215,12 +238,19 @@ def merge_parts(parts: list[Part], plane: Plane, channels: int = 1) -> np.ndarra
         ``(H, W)`` or ``(H, W, channels)``: the unrounded slice.
     """
     h, w = plane.size
-    acc = np.zeros((h * w, channels), dtype=np.float64)
-    for part in sorted(parts, key=lambda p: p.extent):
-        if part.index.size:
-            acc[part.index] += part.values
-    acc /= plane.zoom * plane.zoom
-    out = acc.astype(np.float32).reshape(h, w, channels)
+    parts = sorted((p for p in parts if p.index.size), key=lambda p: p.extent)
+    out = np.zeros((h * w, channels), dtype=np.float32)
+    if parts:
+        index = np.concatenate([p.index for p in parts])
+        values = np.concatenate([p.values for p in parts])
+        if plane.zoom == 1:
+            out[index] = values
+        else:
+            scale = 1.0 / (plane.zoom * plane.zoom)
+            for c in range(channels):
+                sums = np.bincount(index, weights=values[:, c], minlength=h * w)
+                out[:, c] = sums * scale
+    out = out.reshape(h, w, channels)
     return out[..., 0] if channels == 1 else out
 
 
