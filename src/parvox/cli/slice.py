@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     from parvox.volume import VolumeStore, load_disk_map
 
     c = comm.world()
-    store = VolumeStore(args.store)
+    store = VolumeStore(args.store, disks=())  # the engine checks this rank's disks
     spacing = store.meta.spacing
     common = {"size": args.size_t, "step": args.step, "zoom": args.zoom, "spacing": spacing}
     if args.normal is not None:

@@ -30,11 +30,12 @@ def run(args: argparse.Namespace) -> int:
     from parvox.volume import VolumeStore, default_disk_map, load_disk_map
 
     c = comm.world()
-    with VolumeStore(args.store) as store:
+    with VolumeStore(args.store, disks=()) as store:
         n = store.meta.ndisks
         dmap = (default_disk_map(n, c.Get_size()) if args.map is None
                 else load_disk_map(args.map, n, c.Get_size()))
         mine = dmap.disks_of(c.Get_rank())
+        store.check_files(mine)
         bad = [str(e) for e in store.verify(mine)]
         checked = sum(len(store.layout.extents_of_disk(d)) for d in mine)
     allbad = c.gather(bad, root=0)

@@ -181,7 +181,8 @@ class SliceEngine:
         evict: bool = False,
     ) -> None:
         self._own_store = not isinstance(store, VolumeStore)
-        self.store = store if isinstance(store, VolumeStore) else VolumeStore(store)
+        # a rank checks only the files of its own disks (the others may be on other nodes)
+        self.store = store if isinstance(store, VolumeStore) else VolumeStore(store, disks=())
         self.comm = get_comm(comm)
         self.rank = self.comm.Get_rank()
         meta = self.store.meta
@@ -194,6 +195,7 @@ class SliceEngine:
             )
         self.disk_map = disk_map
         self.disks = disk_map.disks_of(self.rank)
+        self.store.check_files(self.disks)
         self.layout = self.store.layout
         self.channels = meta.channels
         self.reader = ExtentReader(self.store, cache_bytes, threads, verify, evict)
