@@ -31,8 +31,13 @@ SUBCOMMANDS: dict[str, str] = {
     "composite": "parvox.cli.composite",
     "demo": "parvox.cli.demo",
     "filter": "parvox.cli.filter",
+    "info": "parvox.cli.info",
+    "ingest": "parvox.cli.ingest",
     "label": "parvox.cli.label",
+    "phantom": "parvox.cli.phantom",
+    "slice": "parvox.cli.slice",
     "trace": "parvox.cli.trace",
+    "verify": "parvox.cli.verify",
 }
 
 
