@@ -68,6 +68,7 @@ __all__ = [
     "BaseRequest",
     "CollectiveError",
     "CollectiveTimeout",
+    "Intracomm",
     "Op",
     "ProgressUnavailable",
     "Request",
@@ -108,6 +109,7 @@ __all__ = [
     "scatterv",
     "testall",
     "testany",
+    "tiles",
     "waitall",
     "waitany",
 ]
@@ -163,3 +165,17 @@ def configure(
     if check is not None:
         ctx.check = bool(check)
     return ctx
+
+
+def __getattr__(name: str):
+    # Intracomm subclasses mpi4py.MPI.Intracomm: importing it initialises MPI, so it is
+    # loaded on first use only (the launcher imports parvox without starting MPI).
+    if name == "Intracomm":
+        from parvox.collectives.facade import Intracomm
+
+        return Intracomm
+    if name == "tiles":
+        import importlib
+
+        return importlib.import_module("parvox.collectives.tiles")
+    raise AttributeError(f"module 'parvox.collectives' has no attribute {name!r}")

@@ -67,7 +67,7 @@ def context(comm: Any = None) -> Context:
     if ctx is None:
         if comm.Is_inter():
             raise TypeError("comm: parvox collectives need an intracommunicator")
-        dup = MPI.Intracomm.Dup(comm)
+        dup = MPI.Intracomm(MPI.Intracomm.Dup(comm))  # plain class, even for a facade
         tag_ub = dup.Get_attr(MPI.TAG_UB) or 32767
         ctx = Context(
             comm=dup,

@@ -299,7 +299,8 @@ def ireduce(
 
         sb = MPI.IN_PLACE if (send is recv and ctx.rank == root) else _spec(send)
         rb = _spec(recv) if recv is not None else None
-        return (ctx.comm.Reduce if block else ctx.comm.Ireduce)(sb, rb, rop.mpi_op(), root)
+        fn = ctx.comm.Reduce if block else ctx.comm.Ireduce
+        return fn(sb, rb, rop.mpi_op(send.dtype), root)
 
     return _launch(ctx, "reduce", alg, build, native, result, _blocking, progress, timeout)
 
@@ -349,7 +350,8 @@ def iallreduce(
         from mpi4py import MPI
 
         sb = MPI.IN_PLACE if send is recv else _spec(send)
-        return (ctx.comm.Allreduce if block else ctx.comm.Iallreduce)(sb, _spec(recv), rop.mpi_op())
+        fn = ctx.comm.Allreduce if block else ctx.comm.Iallreduce
+        return fn(sb, _spec(recv), rop.mpi_op(send.dtype))
 
     return _launch(ctx, "allreduce", alg, build, native, result, _blocking, progress, timeout)
 
@@ -428,7 +430,7 @@ def ireduce_scatter(
 
     def native(block: bool) -> Any:
         fn = ctx.comm.Reduce_scatter if block else ctx.comm.Ireduce_scatter
-        return fn(_spec(send), _spec(recv), counts, rop.mpi_op())
+        return fn(_spec(send), _spec(recv), counts, rop.mpi_op(send.dtype))
 
     return _launch(ctx, "reduce_scatter", alg, build, native, result, _blocking, progress,
                    timeout)

@@ -90,41 +90,35 @@ class ReduceOp:
             assert self.fn is not None
             out[...] = self.fn(left, right)
 
-    def mpi_op(self) -> Any:
-        """The matching MPI operator (built-in, or created from the Python function)."""
+    def mpi_op(self, dtype: Any = None) -> Any:
+        """The matching MPI operator (built-in, or created from the Python function for
+        buffers of ``dtype``)."""
         from mpi4py import MPI
 
         if self.mpi_name is not None:
             return getattr(MPI, self.mpi_name)
-        return _user_mpi_op(self)
+        return _user_mpi_op(self, np.dtype(dtype if dtype is not None else np.float64))
 
 
-_USER_MPI_OPS: dict[int, Any] = {}
+_USER_MPI_OPS: dict[tuple[int, str], Any] = {}
 
 
-def _user_mpi_op(op: ReduceOp) -> Any:
+def _user_mpi_op(op: ReduceOp, dt: np.dtype) -> Any:
     from mpi4py import MPI
 
-    key = id(op)
+    key = (id(op), dt.str if dt.fields is None else repr(dt.descr))
     if key not in _USER_MPI_OPS:
         fn = op.fn if op.fn is not None else op.ufunc
         assert fn is not None
 
         def apply(inbuf: Any, inoutbuf: Any, datatype: Any) -> None:
             # MPI semantics: inoutbuf = inbuf (op) inoutbuf, inbuf from the lower ranks.
-            dt = _numpy_dtype(datatype)
             a = np.frombuffer(inbuf, dtype=dt)
             b = np.frombuffer(inoutbuf, dtype=dt)
             b[...] = fn(a, b)
 
         _USER_MPI_OPS[key] = (MPI.Op.Create(apply, commute=op.commutative), op)
     return _USER_MPI_OPS[key][0]
-
-
-def _numpy_dtype(datatype: Any) -> np.dtype:
-    from mpi4py.util import dtlib
-
-    return dtlib.to_numpy_dtype(datatype)
 
 
 def parse_op(op: Any) -> ReduceOp:

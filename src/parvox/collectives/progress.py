@@ -66,15 +66,20 @@ class ProgressThread:
                 "progress='thread' needs MPI initialised with MPI_THREAD_MULTIPLE "
                 f"(got level {MPI.Query_thread()}); use progress='test'"
             )
-        self._self = MPI.COMM_SELF.Dup()
-        self._wake_buf = np.zeros(1, np.uint8)
-        self._ping = np.zeros(1, np.uint8)
         self._cond = threading.Condition()
         self._new: list[Request] = []
         self._stop = False
+        self._wake = MPI.Grequest.Start()  # completed by other threads to wake the loop
+        self._woken = False
         self._thread = threading.Thread(target=self._loop, name="parvox-progress", daemon=True)
         self._thread.start()
         atexit.register(self.stop)
+
+    def _poke(self) -> None:
+        # caller holds self._cond
+        if not self._woken:
+            self._woken = True
+            self._wake.Complete()
 
     def register(self, req: Request) -> None:
         """Hand ``req`` (already started) to the thread."""
@@ -85,23 +90,22 @@ class ProgressThread:
         with self._cond:
             self._new.append(req)
             self._cond.notify()
-        self._self.Send([self._ping, 1, _byte()], 0, 1)
+            self._poke()
 
     def stop(self) -> None:
         """Stop the thread (at exit, before MPI is finalised)."""
-        if self._stop:
-            return
         with self._cond:
+            if self._stop:
+                return
             self._stop = True
             self._cond.notify()
-        self._self.Send([self._ping, 1, _byte()], 0, 1)
+            self._poke()
         self._thread.join(timeout=5)
 
     def _loop(self) -> None:
         from mpi4py import MPI
 
         active: list[Request] = []
-        wake = self._self.Irecv([self._wake_buf, 1, MPI.BYTE], 0, 1)
         while True:
             with self._cond:
                 while not self._new and not active and not self._stop:
@@ -124,17 +128,16 @@ class ProgressThread:
             active = still
             if not active:
                 continue
-            pending = [wake] + [r for req in active for r in req._reqs]
-            MPI.Request.Waitany(pending)  # GIL released while it blocks
-            if wake.Test():
-                wake = self._self.Irecv([self._wake_buf, 1, MPI.BYTE], 0, 1)
-        wake.Cancel()
-
-
-def _byte() -> Any:
-    from mpi4py import MPI
-
-    return MPI.BYTE
+            pending = [self._wake] + [r for req in active for r in req._reqs]
+            MPI.Request.Waitany(pending)  # the GIL is released while it blocks
+            with self._cond:
+                if self._woken:
+                    self._wake.Wait()
+                    self._wake = MPI.Grequest.Start()
+                    self._woken = False
+        with self._cond:
+            self._poke()
+            self._wake.Wait()
 
 
 _THREAD: ProgressThread | None = None

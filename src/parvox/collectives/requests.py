@@ -234,10 +234,23 @@ class Request(BaseRequest):
         return self.result
 
     def _timeout(self, timeout: float | None) -> CollectiveTimeout:
+        self._abandon()
         return CollectiveTimeout(
             f"{self.schedule.name}: not complete after {timeout} s (round {self._round + 1} of "
             f"{len(self.schedule.rounds)}); a rank is missing or the ranks disagree on counts"
         )
+
+    def _abandon(self) -> None:
+        """Cancel the pending receives of a collective that will not complete."""
+        from mpi4py import MPI
+
+        for r in self._reqs:
+            try:
+                r.Cancel()
+            except MPI.Exception:
+                pass
+        if self in _ACTIVE:
+            _ACTIVE.remove(self)
 
     # -- the user interface ------------------------------------------------------------
     def test(self) -> bool:
