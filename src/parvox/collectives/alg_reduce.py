@@ -52,8 +52,8 @@ __all__ = [
     "reduce_scatter_ring",
 ]
 
-#: default segment of the pipelined ring (bytes)
-SEGMENT_BYTES = 1 << 20
+#: default segment of the pipelined ring (bytes); see docs/collectives.md for how it was picked
+SEGMENT_BYTES = 4 << 20
 
 
 def _combine(
