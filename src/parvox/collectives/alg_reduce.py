@@ -307,12 +307,17 @@ def _ring_reduce_scatter(
     size: int,
     off: int,
     segment: int,
+    src: np.ndarray | None = None,
 ) -> None:
-    """Ring reduce-scatter on ``acc`` in place; afterwards rank r holds chunk r+1+off reduced.
+    """Ring reduce-scatter into ``acc``; afterwards rank r holds chunk r+1+off reduced.
 
-    Each chunk is cut into segments; round u posts the receive and send of segment u and then
-    reduces segment u-1 while segment u is in flight (double-buffered temporaries).
+    ``src`` holds this rank's contribution (default: ``acc`` itself, in place); with a separate
+    ``src`` no initial copy is needed: the first send reads ``src`` and every reduction writes
+    ``src (op) received`` into ``acc``. Each chunk is cut into segments; round u posts the
+    receive and send of segment u and then reduces segment u-1 while segment u is in flight
+    (double-buffered temporaries).
     """
+    src = acc if src is None else src
     counts = d[1:] - d[:-1]
     maxc = int(counts.max()) if size else 0
     nseg = max(1, -(-maxc * acc.itemsize // max(1, segment)))
@@ -321,25 +326,26 @@ def _ring_reduce_scatter(
     tmps = [np.empty(seglen, acc.dtype), np.empty(seglen, acc.dtype)]
     s.keep.extend(tmps)
     left, right = (rank - 1) % size, (rank + 1) % size
-    prev: tuple[np.ndarray, np.ndarray] | None = None
+    prev: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
     u = 0
     for k in range(size - 1):
         rc, sc = (rank - k - 1 + off) % size, (rank - k + off) % size
         for j in range(nseg):
-            rv = acc[d[rc] + sb[j][rc] : d[rc] + sb[j + 1][rc]]
-            sv = acc[d[sc] + sb[j][sc] : d[sc] + sb[j + 1][sc]]
+            lo, hi = d[rc] + sb[j][rc], d[rc] + sb[j + 1][rc]
+            rv, mine = acc[lo:hi], src[lo:hi]
+            sv = (src if k == 0 else acc)[d[sc] + sb[j][sc] : d[sc] + sb[j + 1][sc]]
             t = tmps[u % 2][: rv.shape[0]]
             s.recv(t, left)
             if prev is not None and nseg == 1:
-                s.local(_combine(op, prev[0], prev[1], prev[0]))
+                s.local(_combine(op, prev[0], prev[1], prev[2]))
             s.send(sv, right)
             if prev is not None and nseg > 1:
-                s.local(_combine(op, prev[0], prev[1], prev[0]))
-            prev = (rv, t)
+                s.local(_combine(op, prev[0], prev[1], prev[2]))
+            prev = (mine, t, rv)
             s.next_round()
             u += 1
     if prev is not None:
-        s.local(_combine(op, prev[0], prev[1], prev[0]))
+        s.local(_combine(op, prev[0], prev[1], prev[2]))
 
 
 def allreduce_ring(
@@ -354,11 +360,13 @@ def allreduce_ring(
     _need_commutative(op, "allreduce/ring")
     s = Schedule("allreduce/ring")
     s.result = recvbuf
-    acc = _acc(s, sendbuf, recvbuf)
+    acc = recvbuf
     if size == 1:
+        if acc is not sendbuf:
+            s.local(_copy(acc, sendbuf))
         return s
     d = displacements(_even_counts(acc.shape[0], size))
-    _ring_reduce_scatter(s, acc, d, op, rank, size, 0, segment)
+    _ring_reduce_scatter(s, acc, d, op, rank, size, 0, segment, src=sendbuf)
     left, right = (rank - 1) % size, (rank + 1) % size
     for k in range(size - 1):
         sc, rc = (rank + 1 - k) % size, (rank - k) % size
@@ -431,9 +439,12 @@ def reduce_scatter_ring(
     s = Schedule("reduce_scatter/ring")
     s.result = recvbuf
     d = displacements(counts)
-    acc = _acc(s, sendbuf, None)
+    acc = np.empty_like(sendbuf)  # only the chunks passing through are written
+    s.keep.append(acc)
     if size > 1:
-        _ring_reduce_scatter(s, acc, d, op, rank, size, -1, segment)
+        _ring_reduce_scatter(s, acc, d, op, rank, size, -1, segment, src=sendbuf)
+    else:
+        acc = sendbuf
     s.next_round()
     s.local(_copy(recvbuf, acc[d[rank] : d[rank + 1]]))
     return s

@@ -195,7 +195,7 @@ def overlap(
     # item index after which the j-th test happens: evenly spaced through the loop
     marks = np.zeros(n + 1, dtype=np.int64)
     if tests and n:
-        at = np.minimum(((np.arange(tests) + 1) * n) // (tests + 1), n - 1)
+        at = np.clip(((np.arange(tests) + 1) * n) // (tests + 1) - 1, 0, n - 1)
         np.add.at(marks, at, 1)
     elif tests:
         marks[0] = tests
