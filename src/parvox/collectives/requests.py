@@ -255,7 +255,7 @@ class Request(BaseRequest):
     # -- the user interface ------------------------------------------------------------
     def test(self) -> bool:
         if not self.done and self.mode == "test":
-            progress_all()
+            progress_all(only_test=True)
         if self.error is not None:
             raise self.error
         return self.done
@@ -278,10 +278,16 @@ class Request(BaseRequest):
         return f"<Request {self.schedule.name} tag={self.tag} {state}>"
 
 
-def progress_all() -> int:
-    """Advance every outstanding test-driven request once; return how many remain."""
+def progress_all(only_test: bool = False) -> int:
+    """Advance every outstanding request once; return how many remain.
+
+    ``only_test=True`` (what ``test()`` uses) leaves requests of mode ``"none"`` alone: they
+    advance only inside a wait (any wait, so ranks may wait in different orders).
+    """
     with _LOCK:
         for req in list(_ACTIVE):
+            if only_test and req.mode != "test":
+                continue
             if req._advance():
                 _ACTIVE.remove(req)
         return len(_ACTIVE)
