@@ -342,3 +342,26 @@ def test_bad_arguments_name_the_argument():
         coll.iallreduce(np.ones(3), progress="sometimes")
     with pytest.raises(TypeError, match="recvbuf"):
         coll.allreduce(np.ones(3), np.ones(3, np.int32))
+
+
+@mpi_test(ranks=(2, 3, 4), timeout=120)
+def test_blocking_collective_progresses_outstanding_ones():
+    from mpi4py import MPI
+
+    from parvox import collectives as coll
+
+    comm = MPI.COMM_WORLD
+    p, r = comm.Get_size(), comm.Get_rank()
+    x = np.full(4 * p + 1, float(r))
+    for blocking_alg in ("recursive_doubling", "native"):
+        # legal MPI: both collectives are started in the same order on every rank, but rank 0
+        # enters the blocking one before waiting for the first, the others wait first
+        a = coll.iallreduce(x, algorithm="ring", progress="test", segment=8)
+        if r == 0:
+            b = coll.allreduce(x, algorithm=blocking_alg)
+            got = a.wait()
+        else:
+            got = a.wait()
+            b = coll.allreduce(x, algorithm=blocking_alg)
+        np.testing.assert_array_equal(got, np.full_like(x, p * (p - 1) / 2))
+        np.testing.assert_array_equal(b, np.full_like(x, p * (p - 1) / 2))

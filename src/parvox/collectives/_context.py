@@ -6,6 +6,7 @@ import dataclasses
 import os
 from typing import Any
 
+from parvox.collectives._mpi import mpi
 from parvox.collectives.progress import parse_mode
 
 __all__ = ["Context", "context"]
@@ -57,7 +58,7 @@ def _env_timeout() -> float | None:
 def context(comm: Any = None) -> Context:
     """The :class:`Context` of ``comm`` (world by default), created collectively on first use."""
     global _KEYVAL
-    from mpi4py import MPI
+    MPI = mpi()
 
     if comm is None:
         comm = MPI.COMM_WORLD

@@ -31,6 +31,7 @@ from parvox.collectives import alg_alltoall as a2a
 from parvox.collectives import alg_gather as ag
 from parvox.collectives import alg_reduce as ar
 from parvox.collectives._context import Context, context
+from parvox.collectives._mpi import mpi
 from parvox.collectives.algorithms import choose, parse_algorithm
 from parvox.collectives.ops import ReduceOp, parse_op
 from parvox.collectives.progress import parse_mode, thread
@@ -94,21 +95,22 @@ def _same_dtype(a: np.ndarray, b: np.ndarray, name: str) -> None:
         raise TypeError(f"{name}: dtype {b.dtype} differs from sendbuf's {a.dtype}")
 
 
-_MPI_TYPES: dict[str, Any] = {}
+_MPI_TYPES: dict[np.dtype, Any] = {}
 
 
 def _mpi_type(dtype: np.dtype) -> Any:
     """The predefined MPI datatype of ``dtype`` (a contiguous byte type for other dtypes)."""
-    from mpi4py import MPI
-
-    key = dtype.str if dtype.fields is None else repr(dtype.descr)
-    if key not in _MPI_TYPES:
-        typedict = getattr(MPI, "_typedict", {})
-        if dtype.fields is None and dtype.isnative and dtype.char in typedict:
-            _MPI_TYPES[key] = typedict[dtype.char]
-        else:
-            _MPI_TYPES[key] = MPI.BYTE.Create_contiguous(dtype.itemsize).Commit()
-    return _MPI_TYPES[key]
+    found = _MPI_TYPES.get(dtype)
+    if found is not None:
+        return found
+    MPI = mpi()
+    typedict = getattr(MPI, "_typedict", {})
+    if dtype.fields is None and dtype.isnative and dtype.char in typedict:
+        found = typedict[dtype.char]
+    else:
+        found = MPI.BYTE.Create_contiguous(dtype.itemsize).Commit()
+    _MPI_TYPES[dtype] = found
+    return found
 
 
 def _spec(buf: np.ndarray) -> list[Any]:
@@ -147,11 +149,9 @@ def _launch(
     wait_limit = timeout if timeout is not None else ctx.timeout
     if algorithm == "native":
         if blocking:
-            if wait_limit is None:
-                native(True)
-                return result
-            native_req = NativeRequest(native(False), result)
-            return native_req.wait(wait_limit)
+            # always MPI-3's I-form: a blocking collective would not match the I-form another
+            # rank uses while it progresses outstanding schedules (and costs ~1 us more)
+            return NativeRequest(native(False), result).wait(wait_limit)
         return NativeRequest(native(False), result, mode=mode)
     schedule = build(algorithm)
     schedule.result = result
@@ -295,7 +295,7 @@ def ireduce(
         return f(send, recv, rop, root, ctx.rank, ctx.size)
 
     def native(block: bool) -> Any:
-        from mpi4py import MPI
+        MPI = mpi()
 
         sb = MPI.IN_PLACE if (send is recv and ctx.rank == root) else _spec(send)
         rb = _spec(recv) if recv is not None else None
@@ -347,7 +347,7 @@ def iallreduce(
         return f(send, recv, rop, ctx.rank, ctx.size)
 
     def native(block: bool) -> Any:
-        from mpi4py import MPI
+        MPI = mpi()
 
         sb = MPI.IN_PLACE if send is recv else _spec(send)
         fn = ctx.comm.Allreduce if block else ctx.comm.Iallreduce
@@ -523,7 +523,7 @@ def iallgatherv(
         return f(send, recv, counts, ctx.rank, ctx.size)
 
     def native(block: bool) -> Any:
-        from mpi4py import MPI
+        MPI = mpi()
 
         sb = MPI.IN_PLACE if send is None else _spec(send)
         fn = ctx.comm.Allgatherv if block else ctx.comm.Iallgatherv
@@ -621,7 +621,7 @@ def igatherv(
         return ag.gatherv_binomial(send, recv, counts, root, ctx.rank, ctx.size, dtype)
 
     def native(block: bool) -> Any:
-        from mpi4py import MPI
+        MPI = mpi()
 
         sb = MPI.IN_PLACE if send is None else _spec(send)
         rb = _vspec(recv, counts) if recv is not None else None
@@ -720,7 +720,7 @@ def iscatterv(
         return ag.scatterv_binomial(send, recv, counts, root, ctx.rank, ctx.size, dtype)
 
     def native(block: bool) -> Any:
-        from mpi4py import MPI
+        MPI = mpi()
 
         sb = _vspec(send, counts) if send is not None else None
         rb = MPI.IN_PLACE if recv is None else _spec(recv)

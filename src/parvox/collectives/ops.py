@@ -121,6 +121,9 @@ def _user_mpi_op(op: ReduceOp, dt: np.dtype) -> Any:
     return _USER_MPI_OPS[key][0]
 
 
+_PARSED: dict[str, ReduceOp] = {}
+
+
 def parse_op(op: Any) -> ReduceOp:
     """Normalise ``op`` (a name, an ``MPI.Op``, a NumPy ufunc, an :class:`Op` or a callable).
 
@@ -135,11 +138,15 @@ def parse_op(op: Any) -> ReduceOp:
     if isinstance(op, ReduceOp):
         return op
     if isinstance(op, str):
+        cached = _PARSED.get(op)
+        if cached is not None:
+            return cached
         key = op.lower()
         if key not in _BUILTINS:
             raise ValueError(f"op: unknown operator name {op!r}; known: {sorted(_BUILTINS)}")
         uf, mpi_name = _BUILTINS[key]
-        return ReduceOp(key, uf, None, True, mpi_name)
+        _PARSED[op] = ReduceOp(key, uf, None, True, mpi_name)
+        return _PARSED[op]
     if isinstance(op, Op):
         if isinstance(op.fn, np.ufunc) and op.fn in _UFUNC_NAMES:
             return parse_op(_UFUNC_NAMES[op.fn])

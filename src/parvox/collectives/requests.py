@@ -24,6 +24,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from parvox.collectives._mpi import mpi
 from parvox.collectives.schedule import LOCAL, SEND, Schedule
 from parvox.comm import ParvoxError
 
@@ -111,12 +112,13 @@ class NativeRequest(BaseRequest):
 
     def wait(self, timeout: float | None = None) -> Any:
         if not self.done:
-            if timeout is None:
+            if timeout is None and not _ACTIVE:
                 self._req.Wait()
             else:
-                deadline = time.monotonic() + timeout
+                deadline = None if timeout is None else time.monotonic() + timeout
                 while not self._req.Test():
-                    if time.monotonic() > deadline:
+                    progress_all()  # schedules other ranks may be waiting for
+                    if deadline is not None and time.monotonic() > deadline:
                         raise CollectiveTimeout(f"native collective not complete after {timeout} s")
                     time.sleep(0)
             self._finish()
@@ -163,7 +165,7 @@ class Request(BaseRequest):
     # -- the engine ------------------------------------------------------------------
     def _post(self, index: int) -> None:
         """Start round ``index``: execute its actions in order (posting messages)."""
-        from mpi4py import MPI
+        MPI = mpi()
 
         comm, tag = self.comm, self.tag
         reqs = []
@@ -187,7 +189,7 @@ class Request(BaseRequest):
 
     def _advance(self) -> bool:
         """Move through every round whose messages have completed; return ``done``."""
-        from mpi4py import MPI
+        MPI = mpi()
 
         rounds = self.schedule.rounds
         try:
@@ -211,9 +213,17 @@ class Request(BaseRequest):
             self.waiter.set()
 
     def run(self, timeout: float | None = None) -> Any:
-        """Execute the whole schedule now, blocking (the blocking collectives' fast path)."""
-        from mpi4py import MPI
+        """Execute the whole schedule now, blocking (the blocking collectives' path).
 
+        With other collectives outstanding, they are progressed too while this one runs (a
+        rank may be waiting for one of them before it joins this collective).
+        """
+        MPI = mpi()
+
+        if _ACTIVE:
+            self.start()
+            _progress_until(self, timeout)
+            return self.result
         rounds = self.schedule.rounds
         deadline = None if timeout is None else time.monotonic() + timeout
         try:
@@ -242,7 +252,7 @@ class Request(BaseRequest):
 
     def _abandon(self) -> None:
         """Cancel the pending receives of a collective that will not complete."""
-        from mpi4py import MPI
+        MPI = mpi()
 
         for r in self._reqs:
             try:
@@ -294,7 +304,7 @@ def progress_all(only_test: bool = False) -> int:
 
 
 def _progress_until(target: Request, timeout: float | None) -> None:
-    from mpi4py import MPI
+    MPI = mpi()
 
     deadline = None if timeout is None else time.monotonic() + timeout
     with _LOCK:
