@@ -18,8 +18,9 @@ Examples
 >>> buf = np.zeros(3)
 >>> s.local(lambda: buf.fill(1.0))
 >>> s.next_round()
->>> len(s.rounds)
-1
+>>> s.recv(buf, peer=0)
+>>> len(s.rounds), s.nmessages
+(2, 1)
 """
 
 from __future__ import annotations
