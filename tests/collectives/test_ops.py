@@ -78,3 +78,13 @@ def test_overlap_spreads_tests_evenly():
         overlap(None, done.append, range(2), tests=-1)
     with pytest.raises(ValueError, match="progress"):
         parse_mode("always")
+
+
+def test_progress_thread_needs_thread_multiple(monkeypatch):
+    from mpi4py import MPI
+
+    from parvox.collectives.progress import ProgressThread, ProgressUnavailable
+
+    monkeypatch.setattr(MPI, "Query_thread", lambda: MPI.THREAD_SERIALIZED)
+    with pytest.raises(ProgressUnavailable, match="MPI_THREAD_MULTIPLE"):
+        ProgressThread()
