@@ -148,9 +148,7 @@ def _png_layout(im: Any) -> tuple[tuple[int, ...], np.dtype]:
     elif mode in _PNG_MODES:
         dtype = _PNG_MODES[mode]
     else:
-        raise ValueError(
-            f"PNG mode {mode!r} is not supported (grey 1/8/16-bit, RGB and RGBA are)"
-        )
+        raise ValueError(f"PNG mode {mode!r} is not supported (grey 1/8/16-bit, RGB and RGBA are)")
     w, h = im.size
     bands = len(im.getbands())
     shape = (h, w) if bands == 1 else (h, w, bands)

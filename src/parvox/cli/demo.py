@@ -40,7 +40,9 @@ HELP = "run the end-to-end demo: scatter, normalise, filter, threshold, label, g
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the demo's arguments to ``parser``."""
     parser.add_argument("--out", default="out", help="directory for the PNGs (default out)")
-    parser.add_argument("--size", type=int, default=1024, help="image side in pixels (default 1024)")
+    parser.add_argument(
+        "--size", type=int, default=1024, help="image side in pixels (default 1024)"
+    )
     parser.add_argument("--sigma", type=float, default=2.0, help="Gaussian sigma (default 2)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic image")
 

@@ -90,7 +90,9 @@ def validate(args: argparse.Namespace) -> None:
     for param in ("sigma", "size", "axis"):
         if getattr(args, param) is not None and param not in OPS[args.op]:
             takes = ", ".join(f"--{p}" for p in OPS[args.op])
-            raise UsageError(f"--{param}", f"--op {args.op} does not take --{param} (it takes {takes})")
+            raise UsageError(
+                f"--{param}", f"--op {args.op} does not take --{param} (it takes {takes})"
+            )
         if getattr(args, param) is None:
             setattr(args, param, _DEFAULTS[param])
     if not np.isfinite(args.sigma) or args.sigma < 0:
@@ -113,7 +115,10 @@ def validate(args: argparse.Namespace) -> None:
             raise UsageError("--dtype", f"must be a bool, integer or float dtype, got {dtype}")
     shape, in_dtype = check_in_out(args)
     if not -len(shape) <= args.axis < len(shape):
-        raise UsageError("--axis", f"must be in [-{len(shape)}, {len(shape)}) for IN's {len(shape)} axes, got {args.axis}")
+        raise UsageError(
+            "--axis",
+            f"must be in [-{len(shape)}, {len(shape)}) for IN's {len(shape)} axes, got {args.axis}",
+        )
     out_dtype = dtype or in_dtype
     if args.output.lower().endswith(".png") and out_dtype.kind in "fc":
         raise UsageError(
