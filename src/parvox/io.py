@@ -286,18 +286,23 @@ def write_image(path: str | os.PathLike[str], array: np.ndarray) -> None:
         Image.fromarray(np.ascontiguousarray(_png_array(name, array))).save(path, format="PNG")
 
 
-def _root_outcome(c: MPI.Intracomm, root: int, func: Any, *args: Any) -> Any:
-    """Run ``func`` on root; re-raise its ValueError on every rank (same message)."""
-    outcome: tuple[bool, Any] = (True, None)
+def _root_outcome(c: MPI.Intracomm, root: int, share: bool, func: Any, *args: Any) -> Any:
+    """Run ``func`` on root; re-raise its ValueError on every rank (same message).
+
+    With ``share`` every rank returns root's (small, picklable) result; otherwise only root
+    gets it and the others get ``None``.
+    """
+    value: Any = None
+    message: str | None = None
     if c.Get_rank() == root:
         try:
-            outcome = (True, func(*args))
+            value = func(*args)
         except ValueError as exc:
-            outcome = (False, str(exc))
-    ok, message = c.bcast((outcome[0], None if outcome[0] else outcome[1]), root=root)
-    if not ok:
+            message = str(exc)
+    message, shared = c.bcast((message, value if share else None), root=root)
+    if message is not None:
         raise ValueError(message)
-    return outcome[1]
+    return shared if share else value
 
 
 def read_distributed(
@@ -331,9 +336,9 @@ def read_distributed(
 
     c = get_comm(comm)
     if image_format(path) == "npy":
-        _root_outcome(c, root, image_info, path)  # one clear error instead of one per rank
+        _root_outcome(c, root, False, image_info, path)  # one clear error instead of one per rank
         return DistArray.read_npy(path, comm=c, **layout)
-    array = _root_outcome(c, root, read_image, path)
+    array = _root_outcome(c, root, False, read_image, path)
     return DistArray.scatter(array, root=root, comm=c, **layout)
 
 
@@ -358,9 +363,9 @@ def write_distributed(d: DistArray, path: str | os.PathLike[str], *, root: int =
     9.0
     """
     c = d.comm
-    fmt = _root_outcome(c, root, check_writable, path)
+    fmt = _root_outcome(c, root, True, check_writable, path)
     if fmt == "npy":
         d.write_npy(path)
         return
     whole = d.gather(root=root)
-    _root_outcome(c, root, write_image, path, whole)
+    _root_outcome(c, root, False, write_image, path, whole)

@@ -38,13 +38,18 @@ def check_in_out(args: argparse.Namespace) -> tuple[tuple[int, ...], np.dtype]:
     return shape, dtype
 
 
-def slab_layout(shape: tuple[int, ...], nprocs: int, halo: int) -> dict[str, object]:
-    """Layout keywords for a DistArray of ``shape``: slabs along axis 0 when they fit.
+def slab_layout(shape: tuple[int, ...], nprocs: int, halo: int) -> dict[str, int]:
+    """Layout keywords for a DistArray of ``shape``: slabs along axis 0, each >= ``halo`` thick.
 
     Slabs along the first axis keep every block contiguous in memory (cheap scatter, gather and
-    parallel ``.npy`` I/O) and never cut a trailing colour axis. When the first axis is too
-    short for ``nprocs`` slabs at least ``halo`` thick, the default grid over all axes is used.
+    parallel ``.npy`` I/O) and never cut a trailing colour axis. When the first axis is too short
+    for ``nprocs`` slabs at least ``halo`` thick, fewer slabs are made (some ranks then hold no
+    block), so any image can be filtered on any rank count.
+
+    Examples
+    --------
+    >>> slab_layout((100, 7), 4, 16), slab_layout((20, 7), 4, 16)
+    ({'axis': 0, 'nblocks': 4}, {'axis': 0, 'nblocks': 1})
     """
-    if shape[0] // max(nprocs, 1) >= max(halo, 1):
-        return {"axis": 0}
-    return {}
+    nblocks = max(1, min(nprocs, shape[0] // max(halo, 1)))
+    return {"axis": 0, "nblocks": nblocks}

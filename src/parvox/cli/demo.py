@@ -31,6 +31,7 @@ import os
 import numpy as np
 
 from parvox.cli import UsageError
+from parvox.cli._common import slab_layout
 
 __all__ = ["HELP", "add_arguments", "colour_labels", "make_cells", "run", "validate"]
 
@@ -121,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
     c = comm.world()
     root = c.Get_rank() == 0
     timers = comm.Timers(c)
-    layout = {"axis": 0} if args.size // c.Get_size() >= 4 * args.sigma + 1 else {}
+    layout = slab_layout((args.size, args.size), c.Get_size(), int(4.0 * args.sigma + 0.5))
     image = None
     with timers("make image (rank 0)"):
         if root:
