@@ -289,6 +289,9 @@ def write_image(path: str | os.PathLike[str], array: np.ndarray) -> None:
 def _root_outcome(c: MPI.Intracomm, root: int, share: bool, func: Any, *args: Any) -> Any:
     """Run ``func`` on root; re-raise its ValueError on every rank (same message).
 
+    The error raised carries ``collective = True``: the ``parvox`` command then reports it once
+    and every rank exits with code 2, without an MPI abort.
+
     With ``share`` every rank returns root's (small, picklable) result; otherwise only root
     gets it and the others get ``None``.
     """
@@ -301,7 +304,9 @@ def _root_outcome(c: MPI.Intracomm, root: int, share: bool, func: Any, *args: An
             message = str(exc)
     message, shared = c.bcast((message, value if share else None), root=root)
     if message is not None:
-        raise ValueError(message)
+        exc = ValueError(message)
+        exc.collective = True  # type: ignore[attr-defined]  # raised on every rank alike
+        raise exc
     return shared if share else value
 
 

@@ -81,7 +81,7 @@ HELP = "fail on one rank"
 
 def add_arguments(parser):
     parser.add_argument("--rank", type=int, default=1)
-    parser.add_argument("--kind", choices=["runtime", "value"], default="runtime")
+    parser.add_argument("--kind", choices=["runtime", "value", "value-all"], default="runtime")
 
 
 def validate(args):
@@ -92,6 +92,8 @@ def run(args):
     from mpi4py import MPI
 
     comm = MPI.COMM_WORLD
+    if args.kind == "value-all":
+        raise ValueError("bad data seen by every rank")
     if comm.Get_rank() == args.rank:
         exc = RuntimeError if args.kind == "runtime" else ValueError
         raise exc(f"boom on rank {args.rank}")
@@ -145,7 +147,32 @@ def test_a_value_error_on_one_rank_aborts_with_code_2(driver):
         timeout=60,
     )
     assert proc.returncode == 2, proc.stderr
-    assert "parvox faulty: error: boom on rank 1" in proc.stderr
+    assert "parvox faulty: error (rank 1): boom on rank 1" in proc.stderr
+
+
+def test_a_value_error_on_every_rank_is_reported_by_rank_0(driver):
+    proc = run_parvox(
+        "faulty",
+        "--kind",
+        "value-all",
+        driver=[str(driver / "driver.py")],
+        mpiexec=3,
+        pythonpath=str(driver),
+        timeout=60,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "parvox faulty: error: bad data seen by every rank" in proc.stderr
+
+
+def test_an_io_error_every_rank_sees_is_one_line_without_abort(tmp_path):
+    checker = (np.indices((600, 600)).sum(0) % 2).astype(np.uint8)  # 180000 components
+    np.save(tmp_path / "c.npy", checker)
+    proc = run_parvox("label", str(tmp_path / "c.npy"), str(tmp_path / "c.png"), "-n", "3")
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"parvox label: error: {tmp_path / 'c.png'}: values 0..180000 do not fit a 16-bit PNG "
+        "(0..65535); write .npy or .tif"
+    ]
 
 
 # ---------------------------------------------------------------- bad input: exit 2, one line
