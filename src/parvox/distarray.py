@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from parvox.comm import get_comm
+from parvox.comm import get_comm, private_comm
 from parvox.decomposition import Assignment, BlockGrid, parse_halo
 from parvox.reductions import identity, mean_var, minmax, reduce_array
 
@@ -51,8 +51,6 @@ __all__ = ["MODES", "Block", "DistArray", "broadcast", "parse_mode"]
 #: Boundary modes of :meth:`DistArray.exchange_halo`, named as in ``scipy.ndimage``.
 MODES = ("reflect", "mirror", "nearest", "constant", "wrap")
 _ALIASES = {"grid-mirror": "reflect", "grid-constant": "constant", "grid-wrap": "wrap"}
-
-_private_comms: dict[int, MPI.Intracomm] = {}
 
 
 def parse_mode(mode: str) -> str:
@@ -69,17 +67,6 @@ def parse_mode(mode: str) -> str:
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
     return mode
-
-
-def _private(comm: MPI.Intracomm) -> MPI.Intracomm:
-    """A duplicate of ``comm`` for parvox's own messages (never matches user messages)."""
-    from mpi4py import MPI
-
-    key = MPI.Comm.py2f(comm)
-    dup = _private_comms.get(key)
-    if dup is None:
-        dup = _private_comms[key] = comm.Dup()
-    return dup
 
 
 def _as_bytes(a: np.ndarray) -> np.ndarray:
@@ -261,7 +248,7 @@ class DistArray:
             header = (array.shape, array.dtype.str)
         shape, dtype = c.bcast(header, root=root)
         out = cls.empty(shape, dtype, **layout)
-        pc = _private(out.comm)
+        pc = private_comm(out.comm)
         sendspec = None
         if is_root:
             counts, pieces = [], []
@@ -425,7 +412,7 @@ class DistArray:
         """Collect the whole array on ``root`` (seed A2R); other ranks get ``None``."""
         from mpi4py import MPI
 
-        pc = _private(self.comm)
+        pc = private_comm(self.comm)
         counts = self._counts()
         recvspec = None
         buf = None
@@ -440,7 +427,7 @@ class DistArray:
         """The whole array on every rank (seed A2A E)."""
         from mpi4py import MPI
 
-        pc = _private(self.comm)
+        pc = private_comm(self.comm)
         counts = self._counts()
         buf = np.empty(sum(counts), np.uint8)
         displs = np.concatenate([[0], np.cumsum(counts)[:-1]]).tolist()
@@ -482,6 +469,7 @@ class DistArray:
         ``mode`` may also be a sequence with one mode per axis (as ``scipy.ndimage`` filters
         accept). A periodic grid axis always wraps. Blocks on the same rank copy without MPI.
         """
+        private_comm(self.comm)  # collective on first use: every rank creates it here
         if isinstance(mode, str):
             modes = [parse_mode(mode)] * self.ndim
         else:
@@ -519,7 +507,7 @@ class DistArray:
         for b in self.blocks:
             n = b.extents[axis][1] - b.extents[axis][0]
             strips = {0: slice(g, 2 * g), 1: slice(n, n + g)}  # my low / high core strips
-            ghosts = {0: slice(0, g), 1: slice(g + n, 2 * g + n)}
+            ghosts = {0: slice(0, g), 1: slice(g + n, 2 * g + n)}  # my low / high ghosts
             for side, direction in ((0, -1), (1, 1)):
                 nb = self.grid.neighbour(b.gid, axis, direction)  # type: ignore[arg-type]
                 if nb is None and wraps:
@@ -544,7 +532,7 @@ class DistArray:
                     recvs.append((owner, b.gid, b, side, np.empty(shape, self.dtype)))
         if not sends and not recvs:
             return
-        pc = _private(self.comm)
+        pc = private_comm(self.comm)
         # Messages between one pair of ranks share a tag per side; posting both lists in
         # (peer rank, receiving gid) order keeps MPI's non-overtaking matching consistent.
         requests = []
@@ -672,5 +660,5 @@ def broadcast(
         header = (array.shape, array.dtype.str)
     shape, dtype = c.bcast(header, root=root)
     out = array if c.Get_rank() == root else np.empty(shape, dtype)
-    _private(c).Bcast([_as_bytes(out), MPI.BYTE], root=root)
+    private_comm(c).Bcast([_as_bytes(out), MPI.BYTE], root=root)
     return out  # type: ignore[return-value]
