@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from parvox.comm import get_comm
+from parvox.comm import get_comm, private_comm
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -302,7 +302,7 @@ def _root_outcome(c: MPI.Intracomm, root: int, share: bool, func: Any, *args: An
             value = func(*args)
         except ValueError as exc:
             message = str(exc)
-    message, shared = c.bcast((message, value if share else None), root=root)
+    message, shared = private_comm(c).bcast((message, value if share else None), root=root)
     if message is not None:
         exc = ValueError(message)
         exc.collective = True  # type: ignore[attr-defined]  # raised on every rank alike
