@@ -10,10 +10,12 @@ in one run:
 
 The parvox time is the distributed filter on already-distributed data (halo exchange + local
 compute, barrier to barrier, maximum over ranks); scattering the image from rank 0 and
-gathering the result are timed and reported separately, and so are the halo exchange alone and
-the local scipy call alone (one run each), to show where the time goes. The filter times are
-the median of ``--repeats`` runs. The parvox results are checked against scipy's (equal bit for bit for the
-median; to rounding for the Gaussian).
+gathering the result are timed and reported separately, and at 2 ranks also the halo exchange
+alone and the local scipy call alone, to show where the time goes. The machine may be shared:
+every round runs each peer once, in a rotating order, so a drifting background load spreads
+over all peers alike; the figures are medians over ``--repeats`` rounds. The parvox and
+dask-image results are checked against scipy's (equal bit for bit for the median; to
+rounding for the Gaussian).
 
 Prints a table, saves a bar chart under ``bench/results/`` (its path is printed) and ends with
 ``ratio: parvox(2 ranks)/scipy = X`` over the two filters' summed times.
@@ -66,23 +68,13 @@ def scipy_filter(op: str) -> Callable[[np.ndarray], np.ndarray]:
     return lambda a: ndi.median_filter(a, size=SIZE)
 
 
-def timed(
-    func: Callable[[], Any], repeats: int, warm: Callable[[], Any] | None = None
-) -> tuple[float, Any]:
-    """Median seconds of ``repeats`` calls, and the last result (after one untimed ``warm``)."""
-    if warm is not None:
-        warm()  # first calls pay for imports and lazy initialisation
-    times, result = [], None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        result = func()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), result
-
-
 # ------------------------------------------------------------------ the MPI worker
-def worker(n: int, repeats: int, report: str, keep: str) -> None:
-    """Run on every rank under mpiexec: scatter, filter (timed), gather; root writes JSON."""
+def worker(n: int, report: str, keep: str, breakdown: bool) -> None:
+    """Run on every rank under mpiexec: scatter, each filter once (timed), gather.
+
+    Root writes the figures as JSON and the results as .npy files under ``keep``. With
+    ``breakdown`` the halo exchange alone and the local scipy call alone are timed too.
+    """
     from mpi4py import MPI
 
     from parvox import ndimage
@@ -99,13 +91,6 @@ def worker(n: int, repeats: int, report: str, keep: str) -> None:
         mine = time.perf_counter() - t0
         return comm.allreduce(mine, op=MPI.MAX), out
 
-    def median_span(func: Callable[[], Any]) -> tuple[float, Any]:
-        spans, out = [], None
-        for _ in range(repeats):
-            t, out = span(func)
-            spans.append(t)
-        return statistics.median(spans), out
-
     image = make_image(n) if root else None
     small = DistArray.scatter(make_image(256) if root else None, axis=0)
     for op in OPS:  # warm up (imports, lazy initialisation) on a small image, untimed
@@ -120,32 +105,33 @@ def worker(n: int, repeats: int, report: str, keep: str) -> None:
     }
     halo = {"gaussian": int(4.0 * SIGMA + 0.5), "median": SIZE // 2}
     for op in OPS:
-        figures[op], result = median_span(apply[op])
-        # where the time goes: the halo exchange alone (padded copy + messages) ...
-        g = halo[op] if comm.Get_size() > 1 else 0
-        figures[f"{op} halo"], padded = span(
-            lambda g=g: d.with_ghost((g, 0)).exchange_halo("constant") if g else d
-        )
-        # ... and scipy on this rank's padded block alone (no MPI)
-        local = padded.blocks[0].data if padded.blocks else np.zeros((1, 1), np.float32)
-        serial = scipy_filter(op)
-        figures[f"{op} compute"], _ = span(lambda f=serial, a=local: f(a))
+        figures[op], result = span(apply[op])
+        if breakdown:
+            # where the time goes: the halo exchange alone (padded copy + messages) ...
+            g = halo[op] if comm.Get_size() > 1 else 0
+            figures[f"{op} halo"], padded = span(
+                lambda g=g: d.with_ghost((g, 0)).exchange_halo("constant") if g else d
+            )
+            # ... and scipy on this rank's padded block alone (no MPI)
+            local = padded.blocks[0].data if padded.blocks else np.zeros((1, 1), np.float32)
+            serial = scipy_filter(op)
+            figures[f"{op} compute"], _ = span(lambda f=serial, a=local: f(a))
+            del padded, local
         figures[f"{op} gather"], whole = span(lambda result=result: result.gather())
         if root:
             np.save(os.path.join(keep, f"{op}.npy"), whole)
-        del whole, result, padded, local
+        del whole, result
     if root:
-        figures["ranks"] = comm.Get_size()
         Path(report).write_text(json.dumps(figures))
 
 
-def run_parvox(nranks: int, n: int, repeats: int, keep: str) -> dict[str, Any]:
+def run_parvox(nranks: int, n: int, keep: str, breakdown: bool) -> dict[str, Any]:
     """Launch :func:`worker` under ``mpiexec -n nranks``; return its figures."""
     from parvox.comm import launch_command
 
     report = os.path.join(keep, f"parvox{nranks}.json")
-    argv = [__file__, "--worker", "--size", str(n), "--repeats", str(repeats)]
-    argv += ["--report", report, "--keep", keep]
+    argv = [__file__, "--worker", "--size", str(n), "--report", report, "--keep", keep]
+    argv += ["--breakdown"] if breakdown else []
     env = dict(os.environ, **_ONE_THREAD)
     proc = subprocess.run(launch_command(nranks, argv), env=env, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -153,20 +139,29 @@ def run_parvox(nranks: int, n: int, repeats: int, keep: str) -> dict[str, Any]:
     return json.loads(Path(report).read_text())
 
 
-def run_dask(op: str, image: np.ndarray, repeats: int) -> tuple[float, np.ndarray]:
+def dask_filter(op: str) -> Callable[[np.ndarray], np.ndarray]:
     """dask-image on 2 row chunks with the threaded scheduler and 2 workers."""
     import dask
     import dask.array as da
     from dask_image import ndfilters
 
-    def graph(a: np.ndarray) -> Any:
+    def run(a: np.ndarray) -> np.ndarray:
         darr = da.from_array(a, chunks=((a.shape[0] + 1) // 2, a.shape[1]))
         if op == "gaussian":
-            return ndfilters.gaussian_filter(darr, sigma=SIGMA)
-        return ndfilters.median_filter(darr, size=SIZE)
+            lazy = ndfilters.gaussian_filter(darr, sigma=SIGMA)
+        else:
+            lazy = ndfilters.median_filter(darr, size=SIZE)
+        with dask.config.set(scheduler="threads", num_workers=2):
+            return lazy.compute()
 
-    with dask.config.set(scheduler="threads", num_workers=2):
-        return timed(lambda: graph(image).compute(), repeats, graph(image[:256, :256]).compute)
+    return run
+
+
+def once(func: Callable[[np.ndarray], Any], image: np.ndarray) -> tuple[float, Any]:
+    """Seconds of one call ``func(image)``, and its result."""
+    t0 = time.perf_counter()
+    out = func(image)
+    return time.perf_counter() - t0, out
 
 
 def check(op: str, got: np.ndarray, want: np.ndarray, who: str) -> None:
@@ -205,8 +200,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="2048x2048 instead of 8192x8192")
     parser.add_argument("--size", type=int, default=None, help="image side (overrides --quick)")
-    parser.add_argument("--repeats", type=int, default=3, help="runs per figure (median)")
+    parser.add_argument("--repeats", type=int, default=3, help="rounds (figures are medians)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--breakdown", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--report", help=argparse.SUPPRESS)
     parser.add_argument("--keep", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -216,37 +212,54 @@ def main() -> None:
     if args.repeats < 1:
         parser.error(f"argument --repeats: must be >= 1, got {args.repeats}")
     if args.worker:
-        worker(n, args.repeats, args.report, args.keep)
+        worker(n, args.report, args.keep, args.breakdown)
         return
 
     from tqdm import tqdm
 
     image = make_image(n)
-    rows: dict[str, dict[str, float]] = {op: {} for op in OPS}
+    peers = ["scipy", "dask-image 2 thr", "parvox 1 rank", "parvox 2 ranks"]
+    times: dict[str, dict[str, list[float]]] = {op: {p: [] for p in peers} for op in OPS}
     refs: dict[str, np.ndarray] = {}
     parvox: dict[int, dict[str, Any]] = {}
+    for op in OPS:  # warm up in this process (imports, lazy initialisation), untimed
+        scipy_filter(op)(image[:256, :256])
+        dask_filter(op)(image[:256, :256])
+    bar = tqdm(
+        total=args.repeats * len(peers), desc=f"filters {n}x{n}", unit="run", file=sys.stderr
+    )
     with tempfile.TemporaryDirectory(prefix="parvox-bench-") as keep:
-        steps = [("scipy", op) for op in OPS] + [("dask-image", op) for op in OPS]
-        steps += [("parvox", 1), ("parvox", 2)]
-        for who, what in tqdm(steps, desc=f"filters {n}x{n}", unit="step", file=sys.stderr):
-            if who == "scipy":
-                f = scipy_filter(what)
-                rows[what]["scipy"], refs[what] = timed(
-                    lambda f=f: f(image), args.repeats, lambda f=f: f(image[:256, :256])
-                )
-            elif who == "dask-image":
-                rows[what]["dask-image 2 thr"], got = run_dask(what, image, args.repeats)
-                check(what, got, refs[what], "dask-image")
-            else:
-                figs = parvox[what] = run_parvox(what, n, args.repeats, keep)
-                for op in OPS:
-                    rows[op][f"parvox {what} rank{'s' if what > 1 else ''}"] = figs[op]
-                    check(op, np.load(os.path.join(keep, f"{op}.npy")), refs[op], f"parvox {what}")
+        for r in range(args.repeats):
+            # one run of every peer per round, in a rotating order: the load other programs put
+            # on the machine drifts, and interleaving spreads it over all peers alike
+            for peer in peers[r % len(peers) :] + peers[: r % len(peers)]:
+                if peer == "scipy":
+                    for op in OPS:
+                        t, refs[op] = once(scipy_filter(op), image)
+                        times[op][peer].append(t)
+                elif peer.startswith("dask"):
+                    for op in OPS:
+                        t, got = once(dask_filter(op), image)
+                        times[op][peer].append(t)
+                        if r == 0:
+                            check(op, got, refs[op], "dask-image")
+                else:
+                    k = 1 if peer == "parvox 1 rank" else 2
+                    last = r == args.repeats - 1
+                    figs = run_parvox(k, n, keep, breakdown=last and k == 2)
+                    if last:
+                        parvox[k] = figs
+                    for op in OPS:
+                        times[op][peer].append(figs[op])
+                        if r == 0:  # round 0 starts with scipy
+                            check(op, np.load(os.path.join(keep, f"{op}.npy")), refs[op], peer)
+                bar.update()
+    bar.close()
 
-    peers = list(rows[OPS[0]])
+    rows = {op: {p: statistics.median(times[op][p]) for p in peers} for op in OPS}
     print(
-        f"\nfilters on a {n}x{n} float32 image, {os.cpu_count()} cores, "
-        f"median of {args.repeats} runs (seconds)"
+        f"\nfilters on a {n}x{n} float32 image, {os.cpu_count()} cores; median of "
+        f"{args.repeats} interleaved rounds (seconds)"
     )
     head = f"{'filter':<10}" + "".join(f"{p:>17}" for p in peers) + f"{'parvox2/scipy':>15}"
     print(head)
@@ -258,23 +271,13 @@ def main() -> None:
             + "".join(f"{r[p]:>17.3f}" for p in peers)
             + f"{r['parvox 2 ranks'] / r['scipy']:>15.3f}"
         )
-    print(
-        "\nparvox breakdown (one run each, max over ranks, seconds): halo = padded copy + exchange,"
-    )
-    print("compute = scipy on one rank's padded block; filter ~ halo + compute + copy of the core")
-    print(
-        f"{'ranks':<6}{'scatter':>9}"
-        + "".join(f"{op + ' ' + part:>19}" for op in OPS for part in ("halo", "compute", "gather"))
-    )
-    for k, figs in parvox.items():
-        print(
-            f"{k:<6}{figs['scatter']:>9.3f}"
-            + "".join(
-                f"{figs[f'{op} {part}']:>19.3f}"
-                for op in OPS
-                for part in ("halo", "compute", "gather")
-            )
-        )
+    print("\nparvox, last round (max over ranks, seconds); at 2 ranks also, once each: halo =")
+    print("padded copy + exchange alone, compute = scipy on one rank's padded block alone")
+    cols = [f"{op} {part}" for op in OPS for part in ("halo", "compute", "gather")]
+    print(f"{'ranks':<6}{'scatter':>9}" + "".join(f"{c:>19}" for c in cols))
+    for k, figs in sorted(parvox.items()):
+        cells = "".join(f"{figs[c]:>19.3f}" if c in figs else f"{'-':>19}" for c in cols)
+        print(f"{k:<6}{figs['scatter']:>9.3f}" + cells)
     path = RESULTS / f"filters_{n}.png"
     chart(rows, n, path)
     print(f"\nchart: {path}")
