@@ -46,7 +46,9 @@ def main() -> None:
         assert ref_n == n and np.array_equal(full_labels, ref_labels)
         assert np.allclose(full_edges, ndi.sobel(ref, axis=0), rtol=1e-5, atol=1e-3)
         print(f"{comm.Get_size()} rank(s), {x.grid.nblocks} blocks of grid {x.grid.grid}")
-        print(f"{n} features; largest {int(sizes.max())} pixels, brightest mean {brightness.max():.1f}")
+        print(
+            f"{n} features; largest {int(sizes.max())} pixels, brightest mean {brightness.max():.1f}"
+        )
         print("labels equal scipy.ndimage.label on the whole image: True")
 
 

@@ -124,7 +124,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(module.run(args) or 0)
     except ValueError as exc:
         # Input errors that only show once data is read (e.g. a wrong dimensionality).
-        sys.stderr.write(f"{prog}: error: {exc}\n")
-        sys.stderr.flush()
-        comm._abort(2)
+        return _input_error(prog, exc)
+
+
+def _input_error(prog: str, exc: ValueError) -> int:
+    """Report a ValueError raised inside the job in one line; exit code 2.
+
+    An error every rank raised together (``exc.collective``, e.g. from :mod:`parvox.io`) is
+    printed by rank 0 and every rank returns 2: nobody waits, so no abort is needed. Any other
+    ValueError may be one rank's alone while the others wait in a collective: rank 0 reports at
+    once, another rank after a short pause (so an error that every rank raised is printed once,
+    by rank 0, before its abort ends the job), then the job is aborted with code 2.
+    """
+    import time
+
+    from parvox import comm
+
+    r = comm._rank_or_none()
+    if getattr(exc, "collective", False):
+        if not r:
+            sys.stderr.write(f"{prog}: error: {exc}\n")
         return 2
+    if r:
+        time.sleep(1.0)
+    where = f" (rank {r})" if r else ""
+    sys.stderr.write(f"{prog}: error{where}: {exc}\n")
+    sys.stderr.flush()
+    comm._abort(2)
+    return 2

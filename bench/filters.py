@@ -1,0 +1,293 @@
+"""Benchmark: distributed Gaussian and median filters against scipy.ndimage and dask-image.
+
+Gaussian (sigma 4) and median (size 5) of a float32 image (8192x8192; ``--quick``: 2048x2048),
+in one run:
+
+- ``scipy``: ``scipy.ndimage`` in this process (one core);
+- ``dask-image``: ``dask_image.ndfilters`` on a dask array in 2 row chunks, threaded scheduler
+  with 2 workers;
+- ``parvox N``: ``parvox.ndimage`` on N MPI ranks (1 and 2), started here with ``mpiexec``.
+
+The parvox time is the distributed filter on already-distributed data (halo exchange + local
+compute, barrier to barrier, maximum over ranks); scattering the image from rank 0 and
+gathering the result are timed and reported separately, and at 2 ranks also the halo exchange
+alone and the local scipy call alone, to show where the time goes. The machine may be shared:
+every round runs each peer once, in a rotating order, so a drifting background load spreads
+over all peers alike; the figures are medians over ``--repeats`` rounds. The parvox and
+dask-image results are checked against scipy's (equal bit for bit for the median; to
+rounding for the Gaussian).
+
+Prints a table, saves a bar chart under ``bench/results/`` (its path is printed) and ends with
+``ratio: parvox(2 ranks)/scipy = X`` over the two filters' summed times.
+
+Usage::
+
+    python bench/filters.py --quick
+    python bench/filters.py            # 8192x8192; several minutes on 2 cores
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+SIGMA = 4.0
+SIZE = 5
+OPS = ("gaussian", "median")
+RESULTS = Path(__file__).resolve().parent / "results"
+#: one thread per process everywhere, so N ranks use N cores
+_ONE_THREAD = {
+    name: "1"
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
+}
+
+
+def make_image(n: int, seed: int = 0) -> np.ndarray:
+    """The benchmark image: smooth structure plus noise, float32, deterministic."""
+    rng = np.random.default_rng(seed)
+    return rng.random((n, n), dtype=np.float32)
+
+
+def scipy_filter(op: str) -> Callable[[np.ndarray], np.ndarray]:
+    """The scipy.ndimage call for ``op``."""
+    import scipy.ndimage as ndi
+
+    if op == "gaussian":
+        return lambda a: ndi.gaussian_filter(a, SIGMA)
+    return lambda a: ndi.median_filter(a, size=SIZE)
+
+
+# ------------------------------------------------------------------ the MPI worker
+def worker(n: int, report: str, keep: str, breakdown: bool) -> None:
+    """Run on every rank under mpiexec: scatter, each filter once (timed), gather.
+
+    Root writes the figures as JSON and the results as .npy files under ``keep``. With
+    ``breakdown`` the halo exchange alone and the local scipy call alone are timed too.
+    """
+    from mpi4py import MPI
+
+    from parvox import ndimage
+    from parvox.distarray import DistArray
+
+    comm = MPI.COMM_WORLD
+    root = comm.Get_rank() == 0
+
+    def span(func: Callable[[], Any]) -> tuple[float, Any]:
+        """Barrier-to-barrier seconds of ``func`` on this rank, maximum over ranks."""
+        comm.Barrier()
+        t0 = time.perf_counter()
+        out = func()
+        mine = time.perf_counter() - t0
+        return comm.allreduce(mine, op=MPI.MAX), out
+
+    image = make_image(n) if root else None
+    small = DistArray.scatter(make_image(256) if root else None, axis=0)
+    for op in OPS:  # warm up (imports, lazy initialisation) on a small image, untimed
+        scipy_filter(op)(np.zeros((64, 64), np.float32))
+    ndimage.gaussian_filter(small, SIGMA), ndimage.median_filter(small, size=SIZE)
+    figures: dict[str, Any] = {}
+    figures["scatter"], d = span(lambda: DistArray.scatter(image, axis=0))
+    image = None
+    apply = {
+        "gaussian": lambda: ndimage.gaussian_filter(d, SIGMA),
+        "median": lambda: ndimage.median_filter(d, size=SIZE),
+    }
+    halo = {"gaussian": int(4.0 * SIGMA + 0.5), "median": SIZE // 2}
+    for op in OPS:
+        figures[op], result = span(apply[op])
+        if breakdown:
+            # where the time goes: the halo exchange alone (padded copy + messages) ...
+            g = halo[op] if comm.Get_size() > 1 else 0
+            figures[f"{op} halo"], padded = span(
+                lambda g=g: d.with_ghost((g, 0)).exchange_halo("constant") if g else d
+            )
+            # ... and scipy on this rank's padded block alone (no MPI)
+            local = padded.blocks[0].data if padded.blocks else np.zeros((1, 1), np.float32)
+            serial = scipy_filter(op)
+            figures[f"{op} compute"], _ = span(lambda f=serial, a=local: f(a))
+            del padded, local
+        figures[f"{op} gather"], whole = span(lambda result=result: result.gather())
+        if root:
+            np.save(os.path.join(keep, f"{op}.npy"), whole)
+        del whole, result
+    if root:
+        Path(report).write_text(json.dumps(figures))
+
+
+def run_parvox(nranks: int, n: int, keep: str, breakdown: bool) -> dict[str, Any]:
+    """Launch :func:`worker` under ``mpiexec -n nranks``; return its figures."""
+    from parvox.comm import launch_command
+
+    report = os.path.join(keep, f"parvox{nranks}.json")
+    argv = [__file__, "--worker", "--size", str(n), "--report", report, "--keep", keep]
+    argv += ["--breakdown"] if breakdown else []
+    env = dict(os.environ, **_ONE_THREAD)
+    proc = subprocess.run(launch_command(nranks, argv), env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"parvox worker on {nranks} ranks failed:\n{proc.stdout}{proc.stderr}")
+    return json.loads(Path(report).read_text())
+
+
+def dask_filter(op: str) -> Callable[[np.ndarray], np.ndarray]:
+    """dask-image on 2 row chunks with the threaded scheduler and 2 workers."""
+    import dask
+    import dask.array as da
+    from dask_image import ndfilters
+
+    def run(a: np.ndarray) -> np.ndarray:
+        darr = da.from_array(a, chunks=((a.shape[0] + 1) // 2, a.shape[1]))
+        if op == "gaussian":
+            lazy = ndfilters.gaussian_filter(darr, sigma=SIGMA)
+        else:
+            lazy = ndfilters.median_filter(darr, size=SIZE)
+        with dask.config.set(scheduler="threads", num_workers=2):
+            return lazy.compute()
+
+    return run
+
+
+def once(func: Callable[[np.ndarray], Any], image: np.ndarray) -> tuple[float, Any]:
+    """Seconds of one call ``func(image)``, and its result."""
+    t0 = time.perf_counter()
+    out = func(image)
+    return time.perf_counter() - t0, out
+
+
+def check(op: str, got: np.ndarray, want: np.ndarray, who: str) -> None:
+    """Stop when a peer's or parvox's result differs from scipy's."""
+    ok = np.array_equal(got, want) if op == "median" else np.allclose(got, want, rtol=1e-5)
+    if not ok:
+        raise SystemExit(f"{who} {op} result differs from scipy.ndimage")
+
+
+def chart(rows: dict[str, dict[str, float]], n: int, path: Path) -> None:
+    """A grouped bar chart of the median times."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    peers = list(next(iter(rows.values())))
+    fig, ax = plt.subplots(figsize=(7, 4))
+    width = 0.8 / len(peers)
+    for i, peer in enumerate(peers):
+        xs = [j + i * width for j in range(len(rows))]
+        bars = ax.bar(xs, [rows[op][peer] for op in rows], width, label=peer)
+        ax.bar_label(bars, fmt="%.2f", fontsize=7)
+    ax.set_xticks([j + width * (len(peers) - 1) / 2 for j in range(len(rows))])
+    ax.set_xticklabels([f"gaussian sigma {SIGMA:g}", f"median size {SIZE}"])
+    ax.set_ylabel("seconds (median of repeats)")
+    ax.set_title(f"{n}x{n} float32, {os.cpu_count()} cores")
+    ax.legend()
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="2048x2048 instead of 8192x8192")
+    parser.add_argument("--size", type=int, default=None, help="image side (overrides --quick)")
+    parser.add_argument("--repeats", type=int, default=3, help="rounds (figures are medians)")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--breakdown", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--report", help=argparse.SUPPRESS)
+    parser.add_argument("--keep", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    n = args.size or (2048 if args.quick else 8192)
+    if n < 64:
+        parser.error(f"argument --size: must be >= 64, got {n}")
+    if args.repeats < 1:
+        parser.error(f"argument --repeats: must be >= 1, got {args.repeats}")
+    if args.worker:
+        worker(n, args.report, args.keep, args.breakdown)
+        return
+
+    from tqdm import tqdm
+
+    image = make_image(n)
+    peers = ["scipy", "dask-image 2 thr", "parvox 1 rank", "parvox 2 ranks"]
+    times: dict[str, dict[str, list[float]]] = {op: {p: [] for p in peers} for op in OPS}
+    refs: dict[str, np.ndarray] = {}
+    parvox: dict[int, dict[str, Any]] = {}
+    for op in OPS:  # warm up in this process (imports, lazy initialisation), untimed
+        scipy_filter(op)(image[:256, :256])
+        dask_filter(op)(image[:256, :256])
+    bar = tqdm(
+        total=args.repeats * len(peers), desc=f"filters {n}x{n}", unit="run", file=sys.stderr
+    )
+    with tempfile.TemporaryDirectory(prefix="parvox-bench-") as keep:
+        for r in range(args.repeats):
+            # one run of every peer per round, in a rotating order: the load other programs put
+            # on the machine drifts, and interleaving spreads it over all peers alike
+            for peer in peers[r % len(peers) :] + peers[: r % len(peers)]:
+                if peer == "scipy":
+                    for op in OPS:
+                        t, refs[op] = once(scipy_filter(op), image)
+                        times[op][peer].append(t)
+                elif peer.startswith("dask"):
+                    for op in OPS:
+                        t, got = once(dask_filter(op), image)
+                        times[op][peer].append(t)
+                        if r == 0:
+                            check(op, got, refs[op], "dask-image")
+                else:
+                    k = 1 if peer == "parvox 1 rank" else 2
+                    last = r == args.repeats - 1
+                    figs = run_parvox(k, n, keep, breakdown=last and k == 2)
+                    if last:
+                        parvox[k] = figs
+                    for op in OPS:
+                        times[op][peer].append(figs[op])
+                        if r == 0:  # round 0 starts with scipy
+                            check(op, np.load(os.path.join(keep, f"{op}.npy")), refs[op], peer)
+                bar.update()
+    bar.close()
+
+    rows = {op: {p: statistics.median(times[op][p]) for p in peers} for op in OPS}
+    print(
+        f"\nfilters on a {n}x{n} float32 image, {os.cpu_count()} cores; median of "
+        f"{args.repeats} interleaved rounds (seconds)"
+    )
+    head = f"{'filter':<10}" + "".join(f"{p:>17}" for p in peers) + f"{'parvox2/scipy':>15}"
+    print(head)
+    print("-" * len(head))
+    for op in OPS:
+        r = rows[op]
+        print(
+            f"{op:<10}"
+            + "".join(f"{r[p]:>17.3f}" for p in peers)
+            + f"{r['parvox 2 ranks'] / r['scipy']:>15.3f}"
+        )
+    print("\nparvox, last round (max over ranks, seconds); at 2 ranks also, once each: halo =")
+    print("padded copy + exchange alone, compute = scipy on one rank's padded block alone")
+    cols = [f"{op} {part}" for op in OPS for part in ("halo", "compute", "gather")]
+    print(f"{'ranks':<6}{'scatter':>9}" + "".join(f"{c:>19}" for c in cols))
+    for k, figs in sorted(parvox.items()):
+        cells = "".join(f"{figs[c]:>19.3f}" if c in figs else f"{'-':>19}" for c in cols)
+        print(f"{k:<6}{figs['scatter']:>9.3f}" + cells)
+    path = RESULTS / f"filters_{n}.png"
+    chart(rows, n, path)
+    print(f"\nchart: {path}")
+    total = {p: sum(rows[op][p] for op in OPS) for p in peers}
+    print(
+        f"dask-image(2 threads)/scipy = {total['dask-image 2 thr'] / total['scipy']:.3f}; "
+        f"parvox(2 ranks)/dask-image = {total['parvox 2 ranks'] / total['dask-image 2 thr']:.3f}"
+    )
+    print(f"ratio: parvox(2 ranks)/scipy = {total['parvox 2 ranks'] / total['scipy']:.3f}")
+
+
+if __name__ == "__main__":
+    main()

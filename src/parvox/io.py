@@ -1,0 +1,376 @@
+"""Reading and writing images and volumes: ``.npy``, ``.tif``/``.tiff`` and ``.png``.
+
+Serial functions (:func:`read_image`, :func:`write_image`, :func:`image_info`) work on plain
+NumPy arrays. The distributed pair (:func:`read_distributed`, :func:`write_distributed`) moves
+:class:`~parvox.distarray.DistArray` data: ``.npy`` files are read and written in parallel (every
+rank maps the file and touches only its own blocks, so a big array never passes through one
+rank); TIFF and PNG files are read on root and scattered, or gathered to root and written.
+
+Formats
+-------
+``.npy``
+    Any shape and dtype (NumPy's own format; exact round trip).
+``.tif`` / ``.tiff``
+    Any shape and dtype that tifffile writes (integers, floats, bool; 2-d images, 3-d stacks).
+``.png``
+    Integer images only: 8- or 16-bit grey ``(y, x)``, 8-bit RGB/RGBA ``(y, x, 3|4)``, 1-bit
+    (bool). On writing, ``bool`` becomes a 1-bit PNG, ``uint8`` 8-bit and ``uint16`` 16-bit; any
+    other integer dtype is written as 16-bit grey when every value lies in ``0..65535`` (so a
+    label image reads back as ``uint16``). Floating-point data are refused: write them to
+    ``.npy`` or ``.tif`` (exact), or scale them to integers yourself first.
+
+Axis order is NumPy's: ``(y, x)`` for images, ``(z, y, x)`` for volumes, colour last.
+
+Examples
+--------
+>>> import os, tempfile
+>>> import numpy as np
+>>> path = os.path.join(tempfile.mkdtemp(), "a.png")
+>>> write_image(path, np.arange(12, dtype=np.uint8).reshape(3, 4))
+>>> read_image(path).sum()
+np.uint64(66)
+>>> image_info(path)
+((3, 4), dtype('uint8'))
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from parvox.comm import get_comm, private_comm
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
+
+    from parvox.distarray import DistArray
+
+__all__ = [
+    "EXTENSIONS",
+    "check_writable",
+    "image_format",
+    "image_info",
+    "read_distributed",
+    "read_image",
+    "write_distributed",
+    "write_image",
+]
+
+#: Supported file extensions and the format each one means.
+EXTENSIONS: dict[str, str] = {".npy": "npy", ".tif": "tiff", ".tiff": "tiff", ".png": "png"}
+
+#: Pillow modes read from PNG files and the dtype they become.
+_PNG_MODES = {"1": "bool", "L": "uint8", "I;16": "uint16", "RGB": "uint8", "RGBA": "uint8"}
+
+
+def image_format(path: str | os.PathLike[str]) -> str:
+    """The format (``"npy"``, ``"tiff"`` or ``"png"``) that ``path``'s extension names.
+
+    Raises
+    ------
+    ValueError
+        The extension is not one of :data:`EXTENSIONS`; the message names the path.
+
+    Examples
+    --------
+    >>> image_format("scan.TIF")
+    'tiff'
+    """
+    ext = Path(path).suffix.lower()
+    fmt = EXTENSIONS.get(ext)
+    if fmt is None:
+        raise ValueError(
+            f"{os.fspath(path)}: unsupported extension {ext or '(none)'!r}; "
+            f"use one of {', '.join(EXTENSIONS)}"
+        )
+    return fmt
+
+
+def _existing(path: str | os.PathLike[str]) -> str:
+    fmt = image_format(path)
+    if not os.path.exists(path):
+        raise ValueError(f"{os.fspath(path)}: no such file")
+    if os.path.isdir(path):
+        raise ValueError(f"{os.fspath(path)}: is a directory, not a file")
+    return fmt
+
+
+def image_info(path: str | os.PathLike[str]) -> tuple[tuple[int, ...], np.dtype]:
+    """Shape and dtype of an image file, read from its header only (cheap).
+
+    Raises
+    ------
+    ValueError
+        Unsupported extension, missing file, or a header that cannot be read.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> p = os.path.join(tempfile.mkdtemp(), "v.npy")
+    >>> np.save(p, np.zeros((2, 3, 4), np.float32))
+    >>> image_info(p)
+    ((2, 3, 4), dtype('float32'))
+    """
+    fmt = _existing(path)
+    name = os.fspath(path)
+    try:
+        if fmt == "npy":
+            a = np.load(path, mmap_mode="r")
+            return tuple(a.shape), a.dtype
+        if fmt == "tiff":
+            import tifffile
+
+            with tifffile.TiffFile(path) as tif:
+                series = tif.series[0]
+                return tuple(series.shape), np.dtype(series.dtype)
+        from PIL import Image
+
+        with Image.open(path) as im:
+            if im.format != "PNG":
+                raise ValueError(f"not a PNG file (Pillow sees {im.format})")
+            shape, dtype = _png_layout(im)
+            return shape, dtype
+    except ValueError as exc:
+        if str(exc).startswith(name):
+            raise
+        raise ValueError(f"{name}: cannot read {fmt} data: {exc}") from None
+    except Exception as exc:  # tifffile, Pillow and NumPy raise many types for bad files
+        raise ValueError(f"{name}: cannot read {fmt} data: {exc}") from None
+
+
+def _png_layout(im: Any) -> tuple[tuple[int, ...], np.dtype]:
+    mode = im.mode
+    if mode == "I" or mode.startswith("I;16"):
+        dtype = "uint16"
+    elif mode in _PNG_MODES:
+        dtype = _PNG_MODES[mode]
+    else:
+        raise ValueError(f"PNG mode {mode!r} is not supported (grey 1/8/16-bit, RGB and RGBA are)")
+    w, h = im.size
+    bands = len(im.getbands())
+    shape = (h, w) if bands == 1 else (h, w, bands)
+    return shape, np.dtype(dtype)
+
+
+def read_image(path: str | os.PathLike[str]) -> np.ndarray:
+    """Read a whole ``.npy``, ``.tif``/``.tiff`` or ``.png`` file into a NumPy array.
+
+    PNG files come back as ``bool`` (1-bit), ``uint8`` (8-bit grey, RGB, RGBA; colour last) or
+    ``uint16`` (16-bit grey).
+
+    Raises
+    ------
+    ValueError
+        Unsupported extension, missing file or unreadable data; the message names the path.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> p = os.path.join(tempfile.mkdtemp(), "a.tif")
+    >>> write_image(p, np.eye(3, dtype=np.float32))
+    >>> read_image(p).dtype
+    dtype('float32')
+    """
+    fmt = _existing(path)
+    name = os.fspath(path)
+    try:
+        if fmt == "npy":
+            return np.load(path, allow_pickle=False)
+        if fmt == "tiff":
+            import tifffile
+
+            return np.asarray(tifffile.imread(path))
+        from PIL import Image
+
+        with Image.open(path) as im:
+            if im.format != "PNG":
+                raise ValueError(f"not a PNG file (Pillow sees {im.format})")
+            _, dtype = _png_layout(im)
+            a = np.asarray(im)
+        if a.dtype != dtype:
+            if a.min(initial=0) < 0 or a.max(initial=0) > 65535:
+                raise ValueError(f"PNG values out of the 16-bit range in mode {im.mode!r}")
+            a = a.astype(dtype)
+        return a
+    except ValueError as exc:
+        if str(exc).startswith(name):
+            raise
+        raise ValueError(f"{name}: cannot read {fmt} data: {exc}") from None
+    except Exception as exc:
+        raise ValueError(f"{name}: cannot read {fmt} data: {exc}") from None
+
+
+def check_writable(path: str | os.PathLike[str]) -> str:
+    """Check that ``path`` has a supported extension and an existing directory; return its format.
+
+    Examples
+    --------
+    >>> check_writable("out.png")
+    'png'
+    """
+    fmt = image_format(path)
+    parent = Path(path).parent
+    if not parent.is_dir():
+        raise ValueError(f"{os.fspath(path)}: directory {os.fspath(parent)} does not exist")
+    if Path(path).is_dir():
+        raise ValueError(f"{os.fspath(path)}: is a directory, not a file")
+    return fmt
+
+
+def _png_array(path: str, array: np.ndarray) -> np.ndarray:
+    """The array Pillow should write for ``array`` (checked against the PNG rules above)."""
+    a = np.asarray(array)
+    if a.dtype.kind == "f" or a.dtype.kind == "c":
+        raise ValueError(
+            f"{path}: PNG holds integer images only, got {a.dtype}; write float data to "
+            ".npy or .tif, or scale it to uint8/uint16 first"
+        )
+    if a.dtype.kind not in "biu":
+        raise ValueError(f"{path}: cannot write dtype {a.dtype} as PNG")
+    colour = a.ndim == 3 and a.shape[2] in (3, 4)
+    if not (a.ndim == 2 or colour):
+        raise ValueError(
+            f"{path}: PNG needs a (y, x) grey or (y, x, 3|4) colour image, got shape {a.shape}"
+        )
+    if a.dtype == np.bool_:
+        if colour:
+            raise ValueError(f"{path}: a bool colour image cannot be written as PNG")
+        return a
+    if colour:
+        if a.dtype != np.uint8 and (a.min(initial=0) < 0 or a.max(initial=0) > 255):
+            raise ValueError(f"{path}: PNG colour images are 8-bit; values must be in 0..255")
+        return a.astype(np.uint8, copy=False)
+    if a.dtype in (np.uint8, np.uint16):
+        return a
+    lo, hi = (int(a.min()), int(a.max())) if a.size else (0, 0)
+    if lo < 0 or hi > 65535:
+        raise ValueError(
+            f"{path}: values {lo}..{hi} do not fit a 16-bit PNG (0..65535); write .npy or .tif"
+        )
+    return a.astype(np.uint16)
+
+
+def write_image(path: str | os.PathLike[str], array: np.ndarray) -> None:
+    """Write ``array`` to a ``.npy``, ``.tif``/``.tiff`` or ``.png`` file (format by extension).
+
+    See the module documentation for what PNG accepts; float data must go to ``.npy``/``.tif``.
+
+    Raises
+    ------
+    ValueError
+        Unsupported extension, missing directory, or data the format cannot hold.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> p = os.path.join(tempfile.mkdtemp(), "labels.png")
+    >>> write_image(p, np.array([[0, 1], [2, 300]], dtype=np.int32))
+    >>> read_image(p).dtype
+    dtype('uint16')
+    """
+    fmt = check_writable(path)
+    name = os.fspath(path)
+    array = np.asarray(array)
+    if fmt == "npy":
+        np.save(path, array, allow_pickle=False)
+    elif fmt == "tiff":
+        import tifffile
+
+        tifffile.imwrite(path, array)
+    else:
+        from PIL import Image
+
+        Image.fromarray(np.ascontiguousarray(_png_array(name, array))).save(path, format="PNG")
+
+
+def _root_outcome(c: MPI.Intracomm, root: int, share: bool, func: Any, *args: Any) -> Any:
+    """Run ``func`` on root; re-raise its ValueError on every rank (same message).
+
+    The error raised carries ``collective = True``: the ``parvox`` command then reports it once
+    and every rank exits with code 2, without an MPI abort.
+
+    With ``share`` every rank returns root's (small, picklable) result; otherwise only root
+    gets it and the others get ``None``.
+    """
+    value: Any = None
+    message: str | None = None
+    if c.Get_rank() == root:
+        try:
+            value = func(*args)
+        except ValueError as exc:
+            message = str(exc)
+    message, shared = private_comm(c).bcast((message, value if share else None), root=root)
+    if message is not None:
+        exc = ValueError(message)
+        exc.collective = True  # type: ignore[attr-defined]  # raised on every rank alike
+        raise exc
+    return shared if share else value
+
+
+def read_distributed(
+    path: str | os.PathLike[str],
+    *,
+    root: int = 0,
+    comm: MPI.Intracomm | None = None,
+    **layout: Any,
+) -> DistArray:
+    """Read an image file into a :class:`~parvox.distarray.DistArray`; collective.
+
+    ``.npy`` is read in parallel (each rank reads only its blocks through a memory map); TIFF
+    and PNG are read on ``root`` and scattered. ``layout`` keywords (``nblocks``, ``grid``,
+    ``axis``, ``ghost``, ...) go to the DistArray.
+
+    Raises
+    ------
+    ValueError
+        On every rank, when the file cannot be read.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> p = os.path.join(tempfile.mkdtemp(), "a.npy")
+    >>> np.save(p, np.arange(20.0).reshape(4, 5))
+    >>> d = read_distributed(p)
+    >>> d.shape
+    (4, 5)
+    """
+    from parvox.distarray import DistArray
+
+    c = get_comm(comm)
+    if image_format(path) == "npy":
+        _root_outcome(c, root, False, image_info, path)  # one clear error instead of one per rank
+        return DistArray.read_npy(path, comm=c, **layout)
+    array = _root_outcome(c, root, False, read_image, path)
+    return DistArray.scatter(array, root=root, comm=c, **layout)
+
+
+def write_distributed(d: DistArray, path: str | os.PathLike[str], *, root: int = 0) -> None:
+    """Write a DistArray to an image file; collective.
+
+    ``.npy`` is written in parallel (root writes the header, every rank its blocks); TIFF and
+    PNG are gathered to ``root`` and written there.
+
+    Raises
+    ------
+    ValueError
+        On every rank, when the path or the data do not suit the format.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from parvox.distarray import DistArray
+    >>> p = os.path.join(tempfile.mkdtemp(), "b.npy")
+    >>> write_distributed(DistArray.scatter(np.ones((3, 3))), p)
+    >>> float(np.load(p).sum())
+    9.0
+    """
+    c = d.comm
+    fmt = _root_outcome(c, root, True, check_writable, path)
+    if fmt == "npy":
+        d.write_npy(path)
+        return
+    whole = d.gather(root=root)
+    _root_outcome(c, root, False, write_image, path, whole)
