@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from parvox.testing import _Body, _REGISTRY, mpi_test, run_bodies
+from parvox.testing import _REGISTRY, _Body, mpi_test, run_bodies
 
 
 @mpi_test(ranks=(1, 2, 3, 4), timeout=30)
@@ -48,7 +48,10 @@ _REGISTRY.setdefault(__name__, [])
 
 @pytest.mark.timeout(120)
 def test_failure_names_the_rank_and_later_bodies_still_run():
-    bodies = [_Body(__name__, "_fails_on_rank_one", (2,), 30.0), _Body(__name__, "_passes", (2,), 30.0)]
+    bodies = [
+        _Body(__name__, "_fails_on_rank_one", (2,), 30.0),
+        _Body(__name__, "_passes", (2,), 30.0),
+    ]
     results = run_bodies(__name__, bodies, 2)
     ok, report = results["_fails_on_rank_one"]
     assert not ok

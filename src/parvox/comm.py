@@ -36,6 +36,7 @@ __all__ = [
     "in_mpi_job",
     "is_root",
     "launch_command",
+    "private_comm",
     "rank",
     "root_only",
     "size",
@@ -74,6 +75,25 @@ def world() -> MPI.Intracomm:
 def get_comm(comm: MPI.Intracomm | None = None) -> MPI.Intracomm:
     """Return ``comm`` or, when it is ``None``, the world communicator."""
     return world() if comm is None else comm
+
+
+_private_comms: dict[int, MPI.Intracomm] = {}
+
+
+def private_comm(comm: MPI.Intracomm | None = None) -> MPI.Intracomm:
+    """A duplicate of ``comm`` reserved for parvox's own messages (created once, then cached).
+
+    Library traffic on it can never match a user's pending receive on ``comm``.
+    The first call is collective over ``comm``.
+    """
+    from mpi4py import MPI
+
+    c = get_comm(comm)
+    key = MPI.Comm.py2f(c)
+    dup = _private_comms.get(key)
+    if dup is None:
+        dup = _private_comms[key] = c.Dup()
+    return dup
 
 
 def rank(comm: MPI.Intracomm | None = None) -> int:
@@ -151,6 +171,7 @@ def abort_on_exception() -> None:
     The hook prints ``parvox: rank R failed: Type: message`` and the traceback to stderr,
     then calls ``MPI.COMM_WORLD.Abort(1)`` so ``mpiexec`` exits non-zero.
     """
+
     def hook(exc_type: type[BaseException], exc: BaseException, tb: Any) -> None:
         r = _rank_or_none()
         where = f"rank {r}" if r is not None else "process"

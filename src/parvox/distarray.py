@@ -1,0 +1,657 @@
+"""DistArray: an N-d array cut into blocks spread over MPI ranks, with ghost zones.
+
+A :class:`DistArray` knows its global shape and dtype, its :class:`~parvox.decomposition.BlockGrid`
+and which rank holds which block. Each local :class:`Block` is a plain ``numpy.ndarray`` with
+``ghost[a]`` extra cells on both sides of axis ``a``; :attr:`Block.core` is the view without them.
+
+The seed's communication patterns map to methods:
+
+========================  =========================================
+SPMDlib                   parvox
+========================  =========================================
+R2A P (root to all, parts) :meth:`DistArray.scatter`
+R2A E (entire array)       :func:`broadcast`
+A2R P (all to root)        :meth:`DistArray.gather`
+A2A E (all need all)       :meth:`DistArray.allgather`
+A2A P(X=n) / P(XC=n)       :meth:`DistArray.exchange_halo` (``mode="wrap"`` is XC)
+RoR / RoA                  :meth:`DistArray.sum`, ``min``, ``max``, ... with ``root=``
+========================  =========================================
+
+Examples
+--------
+>>> import numpy as np
+>>> a = np.arange(35.0).reshape(5, 7)
+>>> d = DistArray.scatter(a)            # root holds ``a``; other ranks pass None
+>>> d.shape, d.dtype
+((5, 7), dtype('float64'))
+>>> bool(np.array_equal(d.allgather(), a))
+True
+>>> float(d.sum())
+595.0
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+from parvox.comm import get_comm, private_comm
+from parvox.decomposition import Assignment, BlockGrid, parse_halo
+from parvox.reductions import identity, mean_var, minmax, reduce_array
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
+
+__all__ = ["MODES", "Block", "DistArray", "broadcast", "parse_mode"]
+
+#: Boundary modes of :meth:`DistArray.exchange_halo`, named as in ``scipy.ndimage``.
+MODES = ("reflect", "mirror", "nearest", "constant", "wrap")
+_ALIASES = {"grid-mirror": "reflect", "grid-constant": "constant", "grid-wrap": "wrap"}
+
+
+def parse_mode(mode: str) -> str:
+    """Validate a boundary mode (scipy.ndimage names and ``grid-*`` aliases).
+
+    Examples
+    --------
+    >>> parse_mode("grid-wrap")
+    'wrap'
+    """
+    if not isinstance(mode, str):
+        raise TypeError(f"mode must be a string, got {type(mode).__name__}")
+    mode = _ALIASES.get(mode, mode)
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+    return mode
+
+
+def _as_bytes(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+
+
+@dataclasses.dataclass(eq=False)
+class Block:
+    """One block of a DistArray held by this rank.
+
+    Attributes
+    ----------
+    gid : int
+        Global block id.
+    extents : tuple of (int, int)
+        ``[start, stop)`` of the block's core in global coordinates, per axis.
+    ghost : tuple of int
+        Ghost width per axis (both sides).
+    data : ndarray
+        The block with its ghost zones.
+    """
+
+    gid: int
+    extents: tuple[tuple[int, int], ...]
+    ghost: tuple[int, ...]
+    data: np.ndarray
+
+    @property
+    def bounds(self) -> tuple[slice, ...]:
+        """Global slices of the core."""
+        return tuple(slice(a, b) for a, b in self.extents)
+
+    @property
+    def core_slices(self) -> tuple[slice, ...]:
+        """Slices of :attr:`data` that select the core."""
+        return tuple(
+            slice(g, g + (b - a)) for g, (a, b) in zip(self.ghost, self.extents, strict=True)
+        )
+
+    @property
+    def core(self) -> np.ndarray:
+        """The block without ghost zones (a view)."""
+        return self.data[self.core_slices]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Shape of the core."""
+        return tuple(b - a for a, b in self.extents)
+
+
+class DistArray:
+    """A block-distributed N-d array.
+
+    Build one with :meth:`empty`, :meth:`zeros`, :meth:`scatter`, :meth:`from_global`,
+    :meth:`from_local`, :meth:`read_npy` or :meth:`read_raw`; all take the same layout keywords:
+
+    nblocks : int, optional
+        Number of blocks (default: one per rank); may exceed the rank count.
+    grid : sequence of int, optional
+        Blocks per axis instead of ``nblocks``.
+    axis : int, optional
+        Split only along this axis (the seed's outer-loop split).
+    periodic : bool or sequence of bool
+        Wrap-around axes (neighbours across the edges).
+    ghost : int or sequence of int
+        Ghost width per axis.
+    assignment : {"contiguous", "round_robin"}
+        How blocks map to ranks.
+    comm : MPI.Intracomm, optional
+        Communicator (world by default).
+    """
+
+    def __init__(
+        self,
+        grid: BlockGrid,
+        dtype: Any,
+        *,
+        ghost: int | Sequence[int] = 0,
+        assignment: Assignment | Literal["contiguous", "round_robin"] = "contiguous",
+        comm: MPI.Intracomm | None = None,
+        fill: Any = None,
+    ) -> None:
+        self.comm = get_comm(comm)
+        self.grid = grid
+        self.dtype = np.dtype(dtype)
+        if self.dtype.hasobject:
+            raise TypeError("dtype must not be an object dtype")
+        self.ghost = parse_halo(ghost, grid.ndim)
+        if isinstance(assignment, str):
+            assignment = Assignment(grid.nblocks, self.comm.Get_size(), assignment)  # type: ignore[arg-type]
+        if assignment.nblocks != grid.nblocks or assignment.nranks != self.comm.Get_size():
+            raise ValueError(
+                f"assignment is for {assignment.nblocks} blocks on {assignment.nranks} ranks, "
+                f"the grid has {grid.nblocks} blocks and the communicator {self.comm.Get_size()} ranks"
+            )
+        if any(g > 0 for g in self.ghost):
+            grid.check_halo(self.ghost)
+        self.assignment = assignment
+        self.blocks: list[Block] = []
+        for gid in assignment.local_gids(self.comm.Get_rank()):
+            ext = grid.extents(gid)
+            shape = tuple(b - a + 2 * g for (a, b), g in zip(ext, self.ghost, strict=True))
+            data = np.empty(shape, self.dtype) if fill is None else np.full(shape, fill, self.dtype)
+            self.blocks.append(Block(gid, ext, self.ghost, data))
+
+    # ------------------------------------------------------------------ construction
+    @staticmethod
+    def _grid(
+        shape: Sequence[int],
+        comm: MPI.Intracomm,
+        nblocks: int | None,
+        grid: Sequence[int] | None,
+        axis: int | None,
+        periodic: bool | Sequence[bool],
+    ) -> BlockGrid:
+        if grid is None and nblocks is None:
+            nblocks = comm.Get_size()
+        return BlockGrid.create(shape, nblocks, grid=grid, axis=axis, periodic=periodic)
+
+    @classmethod
+    def empty(
+        cls,
+        shape: Sequence[int],
+        dtype: Any = np.float64,
+        *,
+        nblocks: int | None = None,
+        grid: Sequence[int] | None = None,
+        axis: int | None = None,
+        periodic: bool | Sequence[bool] = False,
+        ghost: int | Sequence[int] = 0,
+        assignment: Literal["contiguous", "round_robin"] = "contiguous",
+        comm: MPI.Intracomm | None = None,
+        fill: Any = None,
+    ) -> DistArray:
+        """A new DistArray with uninitialised (or ``fill``-ed) blocks; collective-free.
+
+        Examples
+        --------
+        >>> DistArray.empty((8, 8), np.uint8, nblocks=4, fill=0).grid.nblocks
+        4
+        """
+        c = get_comm(comm)
+        g = cls._grid(shape, c, nblocks, grid, axis, periodic)
+        return cls(g, dtype, ghost=ghost, assignment=assignment, comm=c, fill=fill)
+
+    @classmethod
+    def zeros(cls, shape: Sequence[int], dtype: Any = np.float64, **layout: Any) -> DistArray:
+        """A new DistArray filled with zeros (ghosts included)."""
+        return cls.empty(shape, dtype, fill=0, **layout)
+
+    def like(
+        self, dtype: Any = None, *, ghost: int | Sequence[int] | None = None, fill: Any = None
+    ) -> DistArray:
+        """An uninitialised DistArray with this one's layout (optionally other dtype/ghost)."""
+        return DistArray(
+            self.grid,
+            self.dtype if dtype is None else dtype,
+            ghost=self.ghost if ghost is None else ghost,
+            assignment=self.assignment,
+            comm=self.comm,
+            fill=fill,
+        )
+
+    @classmethod
+    def scatter(cls, array: np.ndarray | None, root: int = 0, **layout: Any) -> DistArray:
+        """Distribute ``array`` held by ``root`` (seed R2A P); other ranks pass ``None``.
+
+        One ``Scatterv`` moves every rank's blocks; shape and dtype come from root.
+        """
+        from mpi4py import MPI
+
+        c = get_comm(layout.get("comm"))
+        is_root = c.Get_rank() == root
+        header = None
+        if is_root:
+            if array is None:
+                raise ValueError("array must be given on the root rank")
+            array = np.asarray(array)
+            header = (array.shape, array.dtype.str)
+        shape, dtype = c.bcast(header, root=root)
+        out = cls.empty(shape, dtype, **layout)
+        pc = private_comm(out.comm)
+        sendspec = None
+        if is_root:
+            counts, pieces = [], []
+            for r in range(c.Get_size()):
+                mine = [_as_bytes(array[out.grid.bounds(g)]) for g in out.assignment.local_gids(r)]
+                counts.append(sum(p.size for p in mine))
+                pieces.extend(mine)
+            send = np.concatenate(pieces) if pieces else np.empty(0, np.uint8)
+            displs = np.concatenate([[0], np.cumsum(counts)[:-1]]).tolist()
+            sendspec = [send, (counts, displs), MPI.BYTE]
+        recv = np.empty(sum(b.core.nbytes for b in out.blocks), np.uint8)
+        pc.Scatterv(sendspec, [recv, MPI.BYTE], root=root)
+        out._unpack(recv)
+        return out
+
+    @classmethod
+    def from_global(cls, array: np.ndarray, **layout: Any) -> DistArray:
+        """Take this rank's blocks from a global array that every rank holds."""
+        array = np.asarray(array)
+        out = cls.empty(array.shape, array.dtype, **layout)
+        for b in out.blocks:
+            b.core[...] = array[b.bounds]
+        return out
+
+    @classmethod
+    def from_local(
+        cls,
+        pieces: np.ndarray | Sequence[np.ndarray] | Mapping[int, np.ndarray],
+        shape: Sequence[int],
+        **layout: Any,
+    ) -> DistArray:
+        """Wrap pieces each rank already holds: one array, a list in local gid order, or {gid: array}.
+
+        Each piece must have exactly the shape of its block's core.
+        """
+        if isinstance(pieces, np.ndarray):
+            pieces = [pieces]
+        items = list(pieces.values() if isinstance(pieces, Mapping) else pieces)
+        dtypes = get_comm(layout.get("comm")).allgather(items[0].dtype.str if items else None)
+        known = [d for d in dtypes if d is not None]
+        if not known:
+            raise ValueError("pieces: no rank holds any piece")
+        out = cls.empty(shape, np.dtype(known[0]), **layout)
+        gids = [b.gid for b in out.blocks]
+        by_gid = (
+            dict(pieces) if isinstance(pieces, Mapping) else dict(zip(gids, items, strict=False))
+        )
+        if sorted(by_gid) != gids:
+            raise ValueError(
+                f"pieces: this rank holds blocks {gids}, got pieces for {sorted(by_gid)}"
+            )
+        for b in out.blocks:
+            p = np.asarray(by_gid[b.gid])
+            if p.shape != b.shape:
+                raise ValueError(f"pieces: block {b.gid} has shape {b.shape}, got {p.shape}")
+            b.core[...] = p
+        return out
+
+    @classmethod
+    def read_npy(cls, path: str | os.PathLike[str], **layout: Any) -> DistArray:
+        """Read a ``.npy`` file in parallel: each rank maps the file and reads only its blocks."""
+        src = np.load(path, mmap_mode="r")
+        out = cls.empty(src.shape, src.dtype, **layout)
+        for b in out.blocks:
+            b.core[...] = src[b.bounds]
+        return out
+
+    @classmethod
+    def read_raw(
+        cls,
+        path: str | os.PathLike[str],
+        shape: Sequence[int],
+        dtype: Any,
+        *,
+        offset: int = 0,
+        order: Literal["C", "F"] = "C",
+        **layout: Any,
+    ) -> DistArray:
+        """Read a raw binary file of known shape/dtype in parallel (each rank reads its part)."""
+        shape = tuple(int(s) for s in shape)
+        need = offset + int(np.prod(shape)) * np.dtype(dtype).itemsize
+        have = os.path.getsize(path)
+        if have < need:
+            raise ValueError(
+                f"path: {path} holds {have} bytes, shape {shape} of {dtype} needs {need}"
+            )
+        src = np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape, order=order)
+        out = cls.empty(shape, dtype, **layout)
+        for b in out.blocks:
+            b.core[...] = src[b.bounds]
+        return out
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Global shape."""
+        return self.grid.shape
+
+    @property
+    def ndim(self) -> int:
+        """Number of axes."""
+        return self.grid.ndim
+
+    @property
+    def size(self) -> int:
+        """Number of elements of the global array."""
+        return int(np.prod(self.shape))
+
+    @property
+    def local(self) -> np.ndarray:
+        """The core of this rank's only block (error when the rank holds 0 or several)."""
+        if len(self.blocks) != 1:
+            raise ValueError(
+                f"this rank holds {len(self.blocks)} blocks; iterate over .blocks instead"
+            )
+        return self.blocks[0].core
+
+    def cores(self) -> Iterator[np.ndarray]:
+        """The cores of this rank's blocks, in gid order."""
+        return (b.core for b in self.blocks)
+
+    def __repr__(self) -> str:
+        return (
+            f"DistArray(shape={self.shape}, dtype={self.dtype}, grid={self.grid.grid}, "
+            f"ghost={self.ghost}, rank={self.comm.Get_rank()}, blocks={[b.gid for b in self.blocks]})"
+        )
+
+    # ------------------------------------------------------------------ collection
+    def _unpack(self, buf: np.ndarray) -> None:
+        pos = 0
+        for b in self.blocks:
+            n = b.core.nbytes
+            b.core[...] = buf[pos : pos + n].view(self.dtype).reshape(b.shape)
+            pos += n
+
+    def _counts(self) -> list[int]:
+        item = self.dtype.itemsize
+        return [
+            sum(
+                int(np.prod(self.grid.block_shape(g))) * item for g in self.assignment.local_gids(r)
+            )
+            for r in range(self.comm.Get_size())
+        ]
+
+    def _assemble(self, buf: np.ndarray) -> np.ndarray:
+        out = np.empty(self.shape, self.dtype)
+        pos = 0
+        for r in range(self.comm.Get_size()):
+            for g in self.assignment.local_gids(r):
+                bs = self.grid.block_shape(g)
+                n = int(np.prod(bs)) * self.dtype.itemsize
+                out[self.grid.bounds(g)] = buf[pos : pos + n].view(self.dtype).reshape(bs)
+                pos += n
+        return out
+
+    def _send_bytes(self) -> np.ndarray:
+        parts = [_as_bytes(b.core) for b in self.blocks]
+        return np.concatenate(parts) if parts else np.empty(0, np.uint8)
+
+    def gather(self, root: int = 0) -> np.ndarray | None:
+        """Collect the whole array on ``root`` (seed A2R); other ranks get ``None``."""
+        from mpi4py import MPI
+
+        pc = private_comm(self.comm)
+        counts = self._counts()
+        recvspec = None
+        buf = None
+        if self.comm.Get_rank() == root:
+            buf = np.empty(sum(counts), np.uint8)
+            displs = np.concatenate([[0], np.cumsum(counts)[:-1]]).tolist()
+            recvspec = [buf, (counts, displs), MPI.BYTE]
+        pc.Gatherv([self._send_bytes(), MPI.BYTE], recvspec, root=root)
+        return None if buf is None else self._assemble(buf)
+
+    def allgather(self) -> np.ndarray:
+        """The whole array on every rank (seed A2A E)."""
+        from mpi4py import MPI
+
+        pc = private_comm(self.comm)
+        counts = self._counts()
+        buf = np.empty(sum(counts), np.uint8)
+        displs = np.concatenate([[0], np.cumsum(counts)[:-1]]).tolist()
+        pc.Allgatherv([self._send_bytes(), MPI.BYTE], [buf, (counts, displs), MPI.BYTE])
+        return self._assemble(buf)
+
+    def write_npy(self, path: str | os.PathLike[str]) -> None:
+        """Write the array to a ``.npy`` file in parallel (root writes the header; collective)."""
+        if self.comm.Get_rank() == 0:
+            np.lib.format.open_memmap(path, mode="w+", dtype=self.dtype, shape=self.shape).flush()
+        self.comm.Barrier()
+        if self.blocks:
+            dst = np.load(path, mmap_mode="r+")
+            for b in self.blocks:
+                dst[b.bounds] = b.core
+            dst.flush()
+            del dst
+        self.comm.Barrier()
+
+    # ------------------------------------------------------------------ ghosts
+    def with_ghost(self, ghost: int | Sequence[int]) -> DistArray:
+        """A copy with other ghost widths (ghosts not yet filled: call :meth:`exchange_halo`)."""
+        out = self.like(ghost=ghost)
+        for src, dst in zip(self.blocks, out.blocks, strict=True):
+            dst.core[...] = src.core
+        return out
+
+    def exchange_halo(self, mode: str = "reflect", cval: Any = 0.0) -> DistArray:
+        """Fill every block's ghost zones from its neighbours (seed A2A P(X=n)); returns self.
+
+        Axes are exchanged one after the other, each over the ghost-extended range of the axes
+        before it, so edge and corner ghosts are filled too. At the global boundary the ghosts
+        follow ``mode`` exactly as ``scipy.ndimage`` extends an array:
+
+        - ``reflect`` (d c b a | a b c d | d c b a), ``mirror`` (d c b | a b c d | c b a),
+        - ``nearest`` (a a a | a b c d | d d d), ``constant`` (cval), ``wrap`` (the seed's
+          cyclic exchange XC: b c d | a b c d | a b c).
+
+        A periodic grid axis always wraps. Blocks on the same rank copy without MPI.
+        """
+        mode = parse_mode(mode)
+        private_comm(self.comm)  # collective on first use: every rank creates it here
+        for axis in range(self.ndim):
+            if self.ghost[axis]:
+                self._exchange_axis(axis, mode, cval)
+        return self
+
+    def _region(self, b: Block, axis: int, sl: slice) -> tuple[slice, ...]:
+        out = []
+        for a in range(self.ndim):
+            if a < axis:
+                out.append(slice(None))
+            elif a == axis:
+                out.append(sl)
+            else:
+                n = b.extents[a][1] - b.extents[a][0]
+                out.append(slice(self.ghost[a], self.ghost[a] + n))
+        return tuple(out)
+
+    def _exchange_axis(self, axis: int, mode: str, cval: Any) -> None:
+        from mpi4py import MPI
+
+        g = self.ghost[axis]
+        wraps = mode == "wrap" or self.grid.periodic[axis]
+        me = self.comm.Get_rank()
+        local = {b.gid: b for b in self.blocks}
+        sends: list[tuple[int, int, int, np.ndarray]] = []  # (dest rank, dest gid, side, data)
+        recvs: list[
+            tuple[int, int, Block, int, np.ndarray]
+        ] = []  # (src rank, my gid, block, side, buf)
+        for b in self.blocks:
+            n = b.extents[axis][1] - b.extents[axis][0]
+            strips = {0: slice(g, 2 * g), 1: slice(n, n + g)}  # my low / high core strips
+            ghosts = {0: slice(0, g), 1: slice(g + n, 2 * g + n)}  # my low / high ghosts
+            for side, direction in ((0, -1), (1, 1)):
+                nb = self.grid.neighbour(b.gid, axis, direction)  # type: ignore[arg-type]
+                if nb is None and wraps:
+                    c = list(self.grid.coords(b.gid))
+                    c[axis] = (c[axis] + direction) % self.grid.grid[axis]
+                    nb = self.grid.gid(c)
+                if nb is None:
+                    self._fill_boundary(b, axis, side, mode, cval)
+                    continue
+                # my strip on this side fills the neighbour's ghost on the opposite side
+                strip = b.data[self._region(b, axis, strips[side])]
+                owner = self.assignment.rank(nb)
+                if owner == me:
+                    other = local[nb]
+                    m = other.extents[axis][1] - other.extents[axis][0]
+                    theirs = slice(0, g) if side == 1 else slice(g + m, 2 * g + m)
+                    other.data[self._region(other, axis, theirs)] = strip
+                else:
+                    sends.append((owner, nb, 1 - side, np.ascontiguousarray(strip)))
+                    shape = b.data[self._region(b, axis, ghosts[side])].shape
+                    recvs.append((owner, b.gid, b, side, np.empty(shape, self.dtype)))
+        if not sends and not recvs:
+            return
+        pc = private_comm(self.comm)
+        # Messages between one pair of ranks share a tag per side; posting both lists in
+        # (peer rank, receiving gid) order keeps MPI's non-overtaking matching consistent.
+        requests = []
+        for src, _gid, _b, side, buf in sorted(recvs, key=lambda r: (r[0], r[1])):
+            requests.append(pc.Irecv([_as_bytes(buf), MPI.BYTE], source=src, tag=2 * axis + side))
+        for dest, _gid, side, data in sorted(sends, key=lambda s: (s[0], s[1])):
+            requests.append(pc.Isend([_as_bytes(data), MPI.BYTE], dest=dest, tag=2 * axis + side))
+        MPI.Request.Waitall(requests)
+        for _src, _gid, b, side, buf in recvs:
+            n = b.extents[axis][1] - b.extents[axis][0]
+            sl = slice(0, g) if side == 0 else slice(g + n, 2 * g + n)
+            b.data[self._region(b, axis, sl)] = buf
+
+    def _fill_boundary(self, b: Block, axis: int, side: int, mode: str, cval: Any) -> None:
+        g = self.ghost[axis]
+        n = b.extents[axis][1] - b.extents[axis][0]
+        ghost_sl = slice(0, g) if side == 0 else slice(g + n, 2 * g + n)
+        target = self._region(b, axis, ghost_sl)
+        if mode == "constant":
+            b.data[target] = cval
+            return
+        pos = np.arange(-g, 0) if side == 0 else np.arange(n, n + g)
+        whole = self.grid.grid[axis] == 1
+        src = _fold(pos, n, mode)
+        if not whole and (src.min() < 0 or src.max() >= n):
+            raise ValueError(
+                f"halo {g} along axis {axis} needs mode {mode!r} data beyond the boundary block "
+                f"(length {n}): use fewer blocks along that axis"
+            )
+        core = b.data[self._region(b, axis, slice(g, g + n))]
+        b.data[target] = np.take(core, src, axis=axis)
+
+    # ------------------------------------------------------------------ reductions
+    def _reduce(self, op: str, local_op: Any, root: int | None) -> Any:
+        dt = np.dtype(local_op(np.zeros(1, self.dtype)).dtype)
+        acc = np.array([identity(op, dt)], dtype=dt)
+        for core in self.cores():
+            if core.size:
+                acc = reduce_ufunc(op)(acc, np.asarray(local_op(core), dtype=dt).reshape(1))
+        out = reduce_array(acc, op, root=root, comm=self.comm)  # type: ignore[arg-type]
+        return None if out is None else out[0]
+
+    def sum(self, root: int | None = None) -> Any:
+        """Global sum (NumPy's accumulator dtype); RoA unless ``root`` is given (RoR)."""
+        return self._reduce("sum", np.sum, root)
+
+    def prod(self, root: int | None = None) -> Any:
+        """Global product."""
+        return self._reduce("prod", np.prod, root)
+
+    def min(self, root: int | None = None) -> Any:
+        """Global minimum."""
+        return self._reduce("min", np.min, root)
+
+    def max(self, root: int | None = None) -> Any:
+        """Global maximum."""
+        return self._reduce("max", np.max, root)
+
+    def all(self, root: int | None = None) -> Any:
+        """Whether every element is true (logical AND)."""
+        return self._reduce("land", np.all, root)
+
+    def any(self, root: int | None = None) -> Any:
+        """Whether some element is true (logical OR)."""
+        return self._reduce("lor", np.any, root)
+
+    def minmax(self, root: int | None = None) -> tuple[Any, Any] | None:
+        """Global (min, max) in one message (seed ``spmd_RAm``)."""
+        return minmax(list(self.cores()), root=root, comm=self.comm)
+
+    def mean_var(self, ddof: int = 0, root: int | None = None) -> tuple[float, float] | None:
+        """Global mean and variance in one pass and one message (seed ``spmd_RAs``)."""
+        return mean_var(list(self.cores()), ddof=ddof, root=root, comm=self.comm)
+
+    def astype(self, dtype: Any) -> DistArray:
+        """A copy converted to ``dtype`` (same layout, ghosts included)."""
+        out = self.like(dtype)
+        for src, dst in zip(self.blocks, out.blocks, strict=True):
+            dst.data[...] = src.data
+        return out
+
+
+def reduce_ufunc(op: str) -> np.ufunc:
+    """The NumPy ufunc of a reduction name."""
+    from parvox.reductions import OPS
+
+    return OPS[op]
+
+
+def _fold(pos: np.ndarray, n: int, mode: str) -> np.ndarray:
+    """Map out-of-range positions to in-range ones the way scipy.ndimage extends a line."""
+    if mode == "nearest":
+        return np.clip(pos, 0, n - 1)
+    if mode == "wrap":
+        return pos % n
+    if mode == "reflect":
+        p = pos % (2 * n)
+        return np.where(p >= n, 2 * n - 1 - p, p)
+    if mode == "mirror":
+        if n == 1:
+            return np.zeros_like(pos)
+        p = pos % (2 * n - 2)
+        return np.where(p >= n, 2 * n - 2 - p, p)
+    raise ValueError(f"mode {mode!r} has no index folding")
+
+
+def broadcast(
+    array: np.ndarray | None, root: int = 0, comm: MPI.Intracomm | None = None
+) -> np.ndarray:
+    """The entire array held by ``root`` on every rank (seed R2A E); others pass ``None``.
+
+    Examples
+    --------
+    >>> broadcast(np.arange(3)).tolist()
+    [0, 1, 2]
+    """
+    from mpi4py import MPI
+
+    c = get_comm(comm)
+    header = None
+    if c.Get_rank() == root:
+        if array is None:
+            raise ValueError("array must be given on the root rank")
+        array = np.ascontiguousarray(array)
+        header = (array.shape, array.dtype.str)
+    shape, dtype = c.bcast(header, root=root)
+    out = array if c.Get_rank() == root else np.empty(shape, dtype)
+    private_comm(c).Bcast([_as_bytes(out), MPI.BYTE], root=root)
+    return out  # type: ignore[return-value]

@@ -1,0 +1,291 @@
+"""Reductions of scalars and arrays across ranks: reduction-on-root (RoR) and on-all (RoA).
+
+``root=None`` is the seed's RoA (every rank gets the result); ``root=r`` is RoR (rank ``r``
+gets it, the others get ``None``). Several scalars travel in one message, since sending one
+or two scalars costs the same (seed 003, section 4). Arrays are reduced elementwise (e.g. the
+histograms of every rank added up).
+
+Examples
+--------
+>>> import numpy as np
+>>> reduce_scalars(3, 4.5, op="sum")          # one rank: the values themselves
+(3.0, 4.5)
+>>> reduce_array(np.array([1, 2, 3]), op="max")
+array([1, 2, 3])
+>>> minmax(np.array([4.0, -1.0, 7.0]))
+(-1.0, 7.0)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+from parvox.comm import get_comm
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
+
+__all__ = [
+    "OPS",
+    "Moments",
+    "identity",
+    "mean_var",
+    "minmax",
+    "reduce_array",
+    "reduce_scalars",
+]
+
+ReduceOp = Literal["sum", "prod", "max", "min", "land", "lor"]
+
+#: The reduction names parvox accepts and the NumPy ufunc each one is.
+OPS: dict[str, np.ufunc] = {
+    "sum": np.add,
+    "prod": np.multiply,
+    "max": np.maximum,
+    "min": np.minimum,
+    "land": np.logical_and,
+    "lor": np.logical_or,
+}
+
+
+def _mpi_op(op: str) -> MPI.Op:
+    from mpi4py import MPI
+
+    try:
+        return {
+            "sum": MPI.SUM,
+            "prod": MPI.PROD,
+            "max": MPI.MAX,
+            "min": MPI.MIN,
+            "land": MPI.LAND,
+            "lor": MPI.LOR,
+        }[op]
+    except KeyError:
+        raise ValueError(f"op must be one of {sorted(OPS)}, got {op!r}") from None
+
+
+def identity(op: str, dtype: np.dtype | type) -> Any:
+    """The neutral element of ``op`` for ``dtype`` (what an empty rank contributes).
+
+    Examples
+    --------
+    >>> int(identity("min", np.uint8))
+    255
+    """
+    dt = np.dtype(dtype)
+    if op == "sum":
+        return dt.type(0)
+    if op == "prod":
+        return dt.type(1)
+    if op in ("land", "lor"):
+        return op == "land"
+    if op in ("max", "min"):
+        if dt.kind == "b":
+            return op == "min"
+        info = np.finfo(dt) if dt.kind in "fc" else np.iinfo(dt)
+        if dt.kind == "f":
+            return dt.type(-np.inf if op == "max" else np.inf)
+        return dt.type(info.min if op == "max" else info.max)
+    raise ValueError(f"op must be one of {sorted(OPS)}, got {op!r}")
+
+
+def reduce_array(
+    array: np.ndarray,
+    op: ReduceOp = "sum",
+    *,
+    root: int | None = None,
+    comm: MPI.Intracomm | None = None,
+) -> np.ndarray | None:
+    """Elementwise reduction of an array that has the same shape on every rank.
+
+    Parameters
+    ----------
+    array : ndarray
+        This rank's contribution (not modified).
+    op : {"sum", "prod", "max", "min", "land", "lor"}
+        The reduction.
+    root : int, optional
+        RoR target rank; ``None`` (default) gives the result on every rank (RoA).
+    comm : MPI.Intracomm, optional
+        Communicator (world by default).
+
+    Returns
+    -------
+    ndarray or None
+        The reduced array (``None`` on non-root ranks under RoR).
+    """
+    c = get_comm(comm)
+    mpi_op = _mpi_op(op)
+    send = np.ascontiguousarray(array)
+    if op in ("land", "lor") and send.dtype != np.bool_:
+        send = send.astype(bool)
+    if send.dtype.kind not in "biufc":
+        raise TypeError(f"array must have a numeric or boolean dtype, got {send.dtype}")
+    if root is None:
+        out = np.empty_like(send)
+        c.Allreduce(send, out, op=mpi_op)
+        return out
+    if not 0 <= root < c.Get_size():
+        raise ValueError(f"root must be a rank in [0, {c.Get_size()}), got {root}")
+    out = np.empty_like(send) if c.Get_rank() == root else None
+    c.Reduce(send, out, op=mpi_op, root=root)
+    return out
+
+
+def reduce_scalars(
+    *values: Any,
+    op: ReduceOp = "sum",
+    root: int | None = None,
+    comm: MPI.Intracomm | None = None,
+) -> tuple[Any, ...] | None:
+    """Reduce several scalars in one message; returns a tuple of Python scalars.
+
+    All values are packed into one array of their common dtype, so ints and floats mixed
+    come back as floats.
+
+    Examples
+    --------
+    >>> reduce_scalars(2, 5, op="max")
+    (2, 5)
+    """
+    if not values:
+        raise ValueError("values must hold at least one scalar")
+    packed = np.array(values)
+    if packed.ndim != 1:
+        raise TypeError("values must be scalars")
+    out = reduce_array(packed, op, root=root, comm=comm)
+    return None if out is None else tuple(out.tolist())
+
+
+def minmax(
+    arrays: np.ndarray | Iterable[np.ndarray],
+    *,
+    root: int | None = None,
+    comm: MPI.Intracomm | None = None,
+) -> tuple[Any, Any] | None:
+    """Global minimum and maximum of this rank's array(s) in one message.
+
+    Empty arrays (or a rank with no arrays) contribute nothing; all ranks together must hold at
+    least one element.
+    """
+    parts = [arrays] if isinstance(arrays, np.ndarray) else list(arrays)
+    dtypes = get_comm(comm).allgather(parts[0].dtype.str if parts else None)
+    known = [np.dtype(d) for d in dtypes if d is not None]
+    if not known:
+        raise ValueError("minmax of an empty distributed array")
+    dt = np.result_type(*known)
+    # Encode max as -max in a signed/float working type so one MIN reduction does both.
+    work = np.float64 if dt.kind == "f" else (np.int64 if dt.kind in "iub" else dt)
+    if dt.kind == "u" and dt.itemsize == 8:
+        lo, hi = _minmax_twice(parts, dt, root, comm)
+        return None if lo is None else (lo, hi)
+    pair = np.array([identity("min", work), identity("min", work)], dtype=work)
+    for p in parts:
+        if p.size:
+            pair[0] = min(pair[0], work(p.min()))
+            pair[1] = min(pair[1], -work(p.max()))
+    out = reduce_array(pair, "min", root=root, comm=comm)
+    if out is None:
+        return None
+    if out[0] == identity("min", work):
+        raise ValueError("minmax of an empty distributed array")
+    return dt.type(out[0]).item(), dt.type(-out[1]).item()
+
+
+def _minmax_twice(
+    parts: list[np.ndarray], dt: np.dtype, root: int | None, comm: MPI.Intracomm | None
+) -> tuple[Any, Any]:
+    lo = np.array([min((p.min() for p in parts if p.size), default=identity("min", dt))], dtype=dt)
+    hi = np.array([max((p.max() for p in parts if p.size), default=identity("max", dt))], dtype=dt)
+    rlo = reduce_array(lo, "min", root=root, comm=comm)
+    rhi = reduce_array(hi, "max", root=root, comm=comm)
+    return (None, None) if rlo is None else (rlo[0].item(), rhi[0].item())
+
+
+@dataclasses.dataclass(frozen=True)
+class Moments:
+    """Count, mean and sum of squared deviations (M2) of a set of numbers.
+
+    Two sets combine exactly (Chan, Golub and LeVeque), which makes mean and variance one pass
+    over the data and one message between ranks.
+
+    Examples
+    --------
+    >>> a = Moments.of(np.array([1.0, 2.0])); b = Moments.of(np.array([3.0, 4.0, 5.0]))
+    >>> m = a.combine(b)
+    >>> m.count, m.mean, m.variance()
+    (5, 3.0, 2.0)
+    """
+
+    count: int
+    mean: float
+    m2: float
+
+    @classmethod
+    def of(cls, values: np.ndarray) -> Moments:
+        """The moments of an array (float64 arithmetic)."""
+        n = int(values.size)
+        if n == 0:
+            return cls(0, 0.0, 0.0)
+        v = values.astype(np.float64, copy=False)
+        mean = float(v.mean())
+        return cls(n, mean, float(np.sum((v - mean) ** 2)))
+
+    def combine(self, other: Moments) -> Moments:
+        """The moments of the union of both sets."""
+        if other.count == 0:
+            return self
+        if self.count == 0:
+            return other
+        n = self.count + other.count
+        delta = other.mean - self.mean
+        mean = self.mean + delta * other.count / n
+        m2 = self.m2 + other.m2 + delta * delta * self.count * other.count / n
+        return Moments(n, mean, m2)
+
+    def variance(self, ddof: int = 0) -> float:
+        """Variance with ``ddof`` delta degrees of freedom (NaN when undefined)."""
+        return self.m2 / (self.count - ddof) if self.count > ddof else float("nan")
+
+
+def mean_var(
+    parts: Sequence[np.ndarray] | np.ndarray,
+    *,
+    ddof: int = 0,
+    root: int | None = None,
+    comm: MPI.Intracomm | None = None,
+) -> tuple[float, float] | None:
+    """Global mean and variance of this rank's array(s): one local pass, one message.
+
+    The per-rank moments are gathered and combined in rank order, so every rank computes the
+    identical result.
+
+    Examples
+    --------
+    >>> mean_var(np.arange(10.0))
+    (4.5, 8.25)
+    """
+    c = get_comm(comm)
+    arrays = [parts] if isinstance(parts, np.ndarray) else list(parts)
+    mine = Moments(0, 0.0, 0.0)
+    for a in arrays:
+        mine = mine.combine(Moments.of(a))
+    triple = np.array([mine.count, mine.mean, mine.m2], dtype=np.float64)
+    if root is None:
+        table = np.empty((c.Get_size(), 3))
+        c.Allgather(triple, table)
+    else:
+        table = np.empty((c.Get_size(), 3)) if c.Get_rank() == root else None
+        c.Gather(triple, table, root=root)
+        if table is None:
+            return None
+    total = Moments(0, 0.0, 0.0)
+    for n, m, m2 in table:
+        total = total.combine(Moments(int(n), float(m), float(m2)))
+    if total.count == 0:
+        raise ValueError("mean and variance of an empty distributed array")
+    return total.mean, total.variance(ddof)

@@ -1,0 +1,190 @@
+"""DistArray at 1-4 ranks against NumPy: distribution, collection, halos and reductions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from parvox.testing import mpi_test
+
+#: scipy.ndimage boundary mode -> the numpy.pad mode that extends an array the same way
+NP_PAD = {"reflect": "symmetric", "mirror": "reflect", "nearest": "edge", "wrap": "wrap"}
+
+LAYOUTS = [
+    {},
+    {"nblocks": 5},
+    {"nblocks": 7, "assignment": "round_robin"},
+    {"axis": 1},
+]
+
+
+def _data(shape, dtype=np.float64, seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.random(shape) * 200 - 50).astype(dtype)
+
+
+def _padded(a, ghost, mode, cval):
+    pads = [(g, g) for g in ghost]
+    if mode == "constant":
+        return np.pad(a, pads, mode="constant", constant_values=cval)
+    return np.pad(a, pads, mode=NP_PAD[mode])
+
+
+@mpi_test(timeout=120)
+def test_scatter_gather_allgather_roundtrip():
+    from mpi4py import MPI
+
+    from parvox.distarray import DistArray, broadcast
+
+    rank = MPI.COMM_WORLD.Get_rank()
+    for shape, dtype in [
+        ((97, 61), np.float32),
+        ((17, 23, 29), np.uint16),
+        ((7,), np.int64),
+        ((5, 3), bool),
+    ]:
+        a = _data(shape, dtype)
+        for layout in LAYOUTS:
+            if "axis" in layout and len(shape) < 2:
+                continue
+            d = DistArray.scatter(a if rank == 0 else None, **layout)
+            assert d.shape == shape and d.dtype == a.dtype
+            for b in d.blocks:
+                np.testing.assert_array_equal(b.core, a[b.bounds])
+            g = d.gather(root=0)
+            if rank == 0:
+                np.testing.assert_array_equal(g, a)
+            else:
+                assert g is None
+            np.testing.assert_array_equal(d.allgather(), a)
+            e = DistArray.from_global(a, **layout)
+            np.testing.assert_array_equal(e.allgather(), a)
+    b = broadcast(np.arange(11.0) if rank == 0 else None)
+    np.testing.assert_array_equal(b, np.arange(11.0))
+
+
+@mpi_test(timeout=120)
+def test_from_local_and_parallel_files():
+    import os
+    import tempfile
+
+    from mpi4py import MPI
+
+    from parvox.distarray import DistArray
+
+    comm = MPI.COMM_WORLD
+    a = _data((23, 19), np.float32, seed=3)
+    d0 = DistArray.from_global(a, nblocks=5)
+    pieces = {b.gid: a[b.bounds].copy() for b in d0.blocks}
+    d = DistArray.from_local(pieces, a.shape, nblocks=5)
+    np.testing.assert_array_equal(d.allgather(), a)
+    tmp = comm.bcast(tempfile.mkdtemp() if comm.Get_rank() == 0 else None)
+    path = os.path.join(tmp, "a.npy")
+    d.write_npy(path)
+    np.testing.assert_array_equal(np.load(path), a)
+    r = DistArray.read_npy(path, nblocks=3, assignment="round_robin")
+    np.testing.assert_array_equal(r.allgather(), a)
+    raw = os.path.join(tmp, "a.raw")
+    if comm.Get_rank() == 0:
+        with open(raw, "wb") as fh:
+            fh.write(b"HEADER")
+            fh.write(a.tobytes())
+    comm.Barrier()
+    r2 = DistArray.read_raw(raw, a.shape, np.float32, offset=6)
+    np.testing.assert_array_equal(r2.allgather(), a)
+    with pytest.raises(ValueError, match="path"):
+        DistArray.read_raw(raw, (100, 100), np.float32)
+    with pytest.raises(ValueError, match="pieces"):
+        DistArray.from_local(
+            {b.gid: np.zeros((1, 1), np.float32) for b in d0.blocks}, a.shape, nblocks=5
+        )
+
+
+@mpi_test(timeout=180)
+def test_exchange_halo_matches_numpy_pad_for_every_mode():
+    from parvox.distarray import MODES, DistArray
+
+    cases = [
+        ((97, 61), (1, 3), {}),
+        ((17, 23, 29), (2, 1, 3), {"nblocks": 6}),
+        ((31, 12), (2, 2), {"nblocks": 5, "assignment": "round_robin"}),
+        ((40,), (4,), {}),
+    ]
+    for shape, ghost, layout in cases:
+        a = _data(shape, np.float64, seed=len(shape))
+        for mode in MODES:
+            d = DistArray.from_global(a, ghost=ghost, **layout)
+            d.exchange_halo(mode=mode, cval=-7.5)
+            ref = _padded(a, ghost, mode, -7.5)
+            for b in d.blocks:
+                window = tuple(
+                    slice(lo, hi + 2 * g) for (lo, hi), g in zip(b.extents, ghost, strict=True)
+                )
+                np.testing.assert_array_equal(
+                    b.data, ref[window], err_msg=f"{shape} {mode} block {b.gid}"
+                )
+
+
+@mpi_test(timeout=120)
+def test_periodic_grid_always_wraps_and_bad_halo_is_named():
+    from mpi4py import MPI
+
+    from parvox.distarray import DistArray
+
+    a = _data((20, 18), np.int32, seed=5)
+    d = DistArray.from_global(a, ghost=(2, 2), periodic=(True, False))
+    d.exchange_halo(mode="constant", cval=0)
+    ref = np.pad(np.pad(a, ((2, 2), (0, 0)), mode="wrap"), ((0, 0), (2, 2)), mode="constant")
+    for b in d.blocks:
+        window = tuple(slice(lo, hi + 4) for lo, hi in b.extents)
+        np.testing.assert_array_equal(b.data, ref[window])
+    size = MPI.COMM_WORLD.Get_size()
+    with pytest.raises(ValueError, match=r"halo .* wider than the smallest block"):
+        DistArray.from_global(np.zeros((4 * size, 3)), axis=0, ghost=(5, 0))
+    with pytest.raises(ValueError, match="mode must be one of"):
+        d.exchange_halo(mode="bogus")
+
+
+@mpi_test(timeout=120)
+def test_reductions_equal_numpy():
+    from mpi4py import MPI
+
+    from parvox.distarray import DistArray
+
+    rank = MPI.COMM_WORLD.Get_rank()
+    for dtype in (np.float64, np.float32, np.uint8, np.int32):
+        a = _data((37, 13), dtype, seed=7)
+        for layout in ({}, {"nblocks": 6, "assignment": "round_robin"}):
+            d = DistArray.from_global(a, **layout)
+            assert d.sum() == pytest.approx(a.sum(), rel=1e-6)
+            assert d.min() == a.min() and d.max() == a.max()
+            assert d.minmax() == (a.min().item(), a.max().item())
+            mean, var = d.mean_var()
+            assert mean == pytest.approx(a.astype(np.float64).mean(), rel=1e-12)
+            assert var == pytest.approx(a.astype(np.float64).var(), rel=1e-10)
+            _, var1 = d.mean_var(ddof=1)
+            assert var1 == pytest.approx(a.astype(np.float64).var(ddof=1), rel=1e-10)
+            on_root = d.max(root=0)
+            assert (on_root == a.max()) if rank == 0 else on_root is None
+    small = np.array([[1.5, 2.0], [0.5, 3.0]])
+    d = DistArray.from_global(small)
+    assert d.prod() == pytest.approx(small.prod())
+    assert bool(d.all()) is True and bool(DistArray.from_global(small > 1).all()) is False
+    assert bool(DistArray.from_global(small > 2.5).any()) is True
+
+
+@mpi_test(timeout=60)
+def test_tiny_array_leaves_some_ranks_without_blocks():
+    from mpi4py import MPI
+
+    from parvox.distarray import DistArray
+
+    a = np.array([3.0, -1.0])  # 2 blocks at most: ranks 2, 3 hold none
+    d = DistArray.from_global(a, ghost=1)
+    assert len(d.blocks) <= 1
+    d.exchange_halo("nearest")
+    assert d.sum() == 2.0 and d.minmax() == (-1.0, 3.0)
+    assert d.mean_var() == (1.0, 4.0)
+    np.testing.assert_array_equal(d.allgather(), a)
+    out = d.gather()
+    assert MPI.COMM_WORLD.Get_rank() != 0 or np.array_equal(out, a)
