@@ -31,6 +31,7 @@ SUBCOMMANDS: dict[str, str] = {
     "demo": "parvox.cli.demo",
     "filter": "parvox.cli.filter",
     "label": "parvox.cli.label",
+    "serve": "parvox.cli.serve",
 }
 
 
