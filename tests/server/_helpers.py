@@ -107,3 +107,15 @@ def running_server(store: str | os.PathLike[str], nprocs: int, *extra: str,
         yield srv.wait_ready()
     finally:
         srv.stop()
+
+
+def make_store_in_subprocess(path: str | os.PathLike[str], rgb: bool = False,
+                             ndisks: int = 5) -> Path:
+    """:func:`make_store` in a child process, so the test process never initialises MPI."""
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    code = (f"from tests.server._helpers import make_store; "
+            f"make_store({os.fspath(path)!r}, rgb={rgb!r}, ndisks={ndisks})")
+    subprocess.run([sys.executable, "-c", code], cwd=root, check=True, timeout=120)
+    return Path(path)
