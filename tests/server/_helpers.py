@@ -49,19 +49,20 @@ def free_port() -> int:
 
 
 class Server:
-    """``python -m parvox.server STORE`` under ``mpiexec -n N`` on a free port."""
+    """``python -m parvox.server STORE -n N`` (it starts mpiexec) on a free port."""
 
     def __init__(self, store: str | os.PathLike[str], nprocs: int, *extra: str,
                  logdir: str | os.PathLike[str] = ".") -> None:
-        from parvox.comm import launch_command
+        import sys
 
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = Path(logdir) / f"server-{self.port}.log"
-        argv = ["-m", "parvox.server", os.fspath(store), "--port", str(self.port), *extra]
+        argv = [sys.executable, "-m", "parvox.server", os.fspath(store), "-n", str(nprocs),
+                "--port", str(self.port), *extra]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        self._fh = open(self.log, "w")  # noqa: SIM115 -- closed in stop()
-        self.proc = subprocess.Popen(launch_command(nprocs, argv), stdout=self._fh,
+        self._fh = open(self.log, "w")  # closed in stop()
+        self.proc = subprocess.Popen(argv, stdout=self._fh,
                                      stderr=subprocess.STDOUT, env=env, start_new_session=True)
 
     def wait_ready(self, timeout: float = 150.0) -> Server:
@@ -81,7 +82,8 @@ class Server:
 
     def output(self) -> str:
         """Everything the server printed so far."""
-        self._fh.flush()
+        if not self._fh.closed:
+            self._fh.flush()
         return self.log.read_text(errors="replace")
 
     def stop(self) -> None:

@@ -1,4 +1,10 @@
-"""``parvox serve``: the parallel slice server (HTTP API and web viewer) on a volume store."""
+"""``parvox serve``: the parallel slice server (HTTP API and web viewer) on a volume store.
+
+``-n N`` outside an MPI job starts ``mpiexec -n N`` itself, like every parvox command, but with
+MPICH's ``-disable-auto-cleanup``: when a rank dies, the launcher then does not kill the others
+at once, so the server's own heartbeat watchdog can say which rank died before it aborts the job
+(non-zero exit). Inside an MPI job (``mpiexec``/``srun``) it runs on the job's ranks.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +16,15 @@ import sys
 from parvox.cli import UsageError
 
 HELP = "serve oblique slices of a volume store over HTTP, with a web viewer"
+#: ``-n`` is handled here (the launch adds -disable-auto-cleanup), not by the generic launcher
+PARALLEL = False
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``parvox serve``."""
     parser.add_argument("store", metavar="STORE", help="volume store directory (parvox ingest)")
+    parser.add_argument("-n", "--nprocs", type=int, default=None, metavar="N",
+                        help="number of MPI ranks (starts mpiexec when not already inside a job)")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="TCP port (default 8000)")
     parser.add_argument("--config", metavar="MAP", default=None,
@@ -36,6 +46,8 @@ def validate(args: argparse.Namespace) -> None:
     """Cheap checks before MPI starts."""
     if not os.path.isfile(os.path.join(args.store, "volume.json")):
         raise UsageError("STORE", f"{args.store!r} is not a volume store (no volume.json)")
+    if args.nprocs is not None and args.nprocs < 1:
+        raise UsageError("-n/--nprocs", f"must be >= 1, got {args.nprocs}")
     if not 0 <= args.port <= 65535:
         raise UsageError("--port", f"must be in [0, 65535], got {args.port}")
     if args.cache_mb < 0:
@@ -49,16 +61,57 @@ def validate(args: argparse.Namespace) -> None:
         raise UsageError("--config", f"no such file: {args.config!r}")
 
 
+def launch(args: argparse.Namespace, argv: list[str]) -> int:
+    """Run ``python -m parvox.server ARGV`` under ``mpiexec -n N``; its exit code."""
+    import subprocess
+
+    from parvox.comm import find_mpiexec
+
+    mpiexec = find_mpiexec()
+    cmd = [mpiexec]
+    if "PARVOX_MPIEXEC" not in os.environ and os.path.exists(
+        os.path.join(os.path.dirname(mpiexec), "mpiexec.hydra")
+    ):
+        cmd.append("-disable-auto-cleanup")  # let the watchdog name a dead rank
+    cmd += ["-n", str(args.nprocs), sys.executable, "-m", "parvox.server", *argv]
+    proc = subprocess.Popen(cmd)
+    while True:
+        try:
+            return proc.wait()
+        except KeyboardInterrupt:  # mpiexec forwards it; rank 0 shuts the job down
+            continue
+
+
+def _argv(args: argparse.Namespace) -> list[str]:
+    out = [args.store, "--host", args.host, "--port", str(args.port), "--cache-mb",
+           str(args.cache_mb), "--window", str(args.window), "--batch", str(args.batch),
+           "--max-pending", str(args.max_pending), "--max-size", str(args.max_size),
+           "--dead-after", str(args.dead_after)]
+    if args.config is not None:
+        out += ["--config", args.config]
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     """Every rank runs the engine; rank 0 also runs the HTTP server until interrupted."""
+    from parvox import comm as pcomm
+
+    if not pcomm.in_mpi_job() and args.nprocs is not None:
+        return launch(args, _argv(args))
     from mpi4py import MPI
 
+    from parvox.dataflow import DataflowError
     from parvox.server.app import serve_http
     from parvox.server.engine import SliceService
     from parvox.volume import VolumeStore, load_disk_map
 
     comm = MPI.COMM_WORLD
     rank, size = comm.Get_rank(), comm.Get_size()
+    if args.nprocs is not None and args.nprocs != size:
+        if rank == 0:
+            print(f"parvox serve: error: argument -n/--nprocs: {args.nprocs} conflicts with the "
+                  f"MPI job's {size} ranks", file=sys.stderr)
+        return 2
     store = VolumeStore(args.store)
     disk_map = None
     if args.config is not None:
@@ -72,7 +125,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         if rank == 0:
             service.start(dead_after=args.dead_after)
-            service.overview()  # warms the kernels on every rank and caches the overview
+            try:
+                service.overview()  # warms the kernels on every rank and caches the overview
+            except DataflowError as exc:  # e.g. a corrupted extent: serve the rest anyway
+                print(f"parvox serve: warning: no overview: {exc}", file=sys.stderr, flush=True)
             m = store.meta
             host = "127.0.0.1" if args.host in ("0.0.0.0", "") else args.host
             print(
@@ -86,6 +142,10 @@ def run(args: argparse.Namespace) -> int:
             service.flow.stop_all()
         else:
             service.flow.serve_forever()
+    except BaseException:
+        if rank == 0:
+            service.flow.stop_all()  # release the other ranks, then fail loudly
+        raise
     finally:
         service.close()
     return 0

@@ -167,6 +167,8 @@ class Dataflow:
         self._tokens = 0
         self.last_seen = {r: time.monotonic() for r in range(self.size)}
         self.rank_status: dict[int, dict[str, Any]] = {}
+        #: ranks a heartbeat check found dead
+        self.dead: set[int] = set()
         self._stop_requested = threading.Event()
         self._comm_stop = threading.Event()
         self._hb_stop = threading.Event()
@@ -426,17 +428,31 @@ class Dataflow:
             out.update(self._status_fn())
         return out
 
-    def start_heartbeat(self, interval: float = 0.5) -> None:
+    def start_heartbeat(
+        self, interval: float = 0.5, check: Callable[[int], bool] | None = None
+    ) -> None:
         """Ping every other rank each ``interval`` seconds (their answers carry :meth:`status`);
-        see :meth:`silent_ranks`. Usually called on the one rank that serves clients."""
+        see :meth:`silent_ranks`. Usually called on the one rank that serves clients.
+
+        Parameters
+        ----------
+        check : callable, optional
+            ``check(rank) -> bool`` run before each ping; ``False`` marks the rank dead (it is
+            not pinged again and :meth:`silent_ranks` reports it at once). A local process check
+            lets a dead rank be named before the MPI library notices it.
+        """
         if self._hb_thread is not None:
             return
 
         def beat() -> None:
             while not self._hb_stop.wait(interval):
                 for r in range(self.size):
-                    if r != self.rank:
-                        self._control(r, "ping")
+                    if r == self.rank or r in self.dead:
+                        continue
+                    if check is not None and not check(r):
+                        self.dead.add(r)
+                        continue
+                    self._control(r, "ping")
 
         now = time.monotonic()
         for r in range(self.size):
@@ -447,11 +463,13 @@ class Dataflow:
     def silent_ranks(self, after: float) -> dict[int, float]:
         """Ranks not heard from for more than ``after`` seconds, with their silence."""
         now = time.monotonic()
-        return {
+        silent = {
             r: now - t
             for r, t in self.last_seen.items()
             if r != self.rank and now - t > after
         }
+        silent.update({r: float("inf") for r in self.dead})
+        return silent
 
     # -- shutdown ----------------------------------------------------------------------------------
     def stop_all(self) -> None:

@@ -1,7 +1,5 @@
-"""``python -m parvox.server STORE [options]``: the body of ``parvox serve`` on the current MPI
-job (start it under ``mpiexec -n N``); tests and scripts use it to launch servers directly.
-
-Prefer ``parvox serve STORE -n N``, which starts ``mpiexec`` itself.
+"""``python -m parvox.server STORE [-n N] [options]``: ``parvox serve`` without the rest of the
+``parvox`` command (tests and scripts launch servers with it; the options are the same).
 """
 
 from __future__ import annotations

@@ -130,6 +130,8 @@ def create_app(service: SliceService, max_size: int = DEFAULT_MAX_SIZE) -> Starl
             body = await run_in_threadpool(service.overview, view)
         except ValueError as exc:
             return _error(400, str(exc), "view")
+        except DataflowError as exc:
+            return _error(500, str(exc))
         return Response(body, media_type="image/png", headers={"Cache-Control": "max-age=3600"})
 
     async def favicon(request: Request) -> Response:

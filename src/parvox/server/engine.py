@@ -38,6 +38,7 @@ from __future__ import annotations
 import collections
 import concurrent.futures as cf
 import os
+import socket
 import sys
 import threading
 import time
@@ -321,8 +322,13 @@ class SliceService:
 
     def display_window(self) -> tuple[float, float] | None:
         """Display range for PNG/JPEG: ``None`` for uint8 volumes, else the 0.5-99.5 percentile
-        range of the overview (computed once)."""
-        self.overview("axial")
+        range of the overview (computed once; ``None`` when the overview cannot be made)."""
+        from parvox.dataflow import DataflowError
+
+        try:
+            self.overview("axial")
+        except DataflowError:
+            return None
         return self._window
 
     def overview(self, view: str | None = None) -> bytes:
@@ -417,20 +423,22 @@ class SliceService:
         return not silent, {
             "ok": not silent,
             "ranks": self.nranks,
-            "silent": {str(r): round(s, 2) for r, s in silent.items()},
+            "silent": {
+                str(r): "dead" if s == float("inf") else round(s, 2) for r, s in silent.items()
+            },
         }
 
     def start(
         self,
         interval: float = 0.5,
         dead_after: float = 3.0,
-        on_dead: Callable[[int, float], None] | None = None,
+        on_dead: Callable[[int, float, int | None], None] | None = None,
     ) -> None:
         """Start heartbeats and the watchdog (rank 0): a rank silent for ``dead_after``
-        seconds calls ``on_dead(rank, seconds)`` -- by default a message and an abort of the
+        seconds calls ``on_dead(rank, seconds, pid)`` -- by default a message and an abort of the
         whole MPI job (exit code 3)."""
         self.heartbeat_timeout = max(3 * interval, 1.0)
-        self.flow.start_heartbeat(interval)
+        self.flow.start_heartbeat(interval, check=self._rank_alive)
         on_dead = on_dead or _abort_job
 
         def watch() -> None:
@@ -438,11 +446,23 @@ class SliceService:
                 silent = self.flow.silent_ranks(dead_after)
                 if silent:
                     r, s = max(silent.items(), key=lambda kv: kv[1])
-                    on_dead(r, s)
+                    on_dead(r, s, self.flow.rank_status.get(r, {}).get("pid"))
                     return
 
         self._monitor = threading.Thread(target=watch, name="parvox-watchdog", daemon=True)
         self._monitor.start()
+
+    def _rank_alive(self, rank: int) -> bool:
+        """``False`` when ``rank`` runs on this host and its process is gone (or a zombie)."""
+        st = self.flow.rank_status.get(rank)
+        if not st or st.get("host") != socket.gethostname() or not st.get("pid"):
+            return True  # unknown or remote: heartbeats decide
+        try:
+            with open(f"/proc/{int(st['pid'])}/stat", encoding="ascii") as fh:
+                state = fh.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return not sys.platform.startswith("linux")
+        return state not in ("Z", "X")
 
     def close(self) -> None:
         """Stop the runtime and the reader (collective)."""
@@ -455,10 +475,10 @@ class SliceService:
             self.store.close()
 
 
-def _abort_job(rank: int, silence: float) -> None:
+def _abort_job(rank: int, silence: float, pid: int | None) -> None:
+    what = "died" if silence == float("inf") else f"stopped answering heartbeats for {silence:.1f} s"
     sys.stderr.write(
-        f"parvox serve: rank {rank} stopped answering heartbeats ({silence:.1f} s); "
-        "it died or hangs. Shutting the server down.\n"
+        f"parvox serve: rank {rank} (pid {pid}) {what}: shutting the server down.\n"
     )
     sys.stderr.flush()
     from mpi4py import MPI
