@@ -12,7 +12,7 @@
   let fitStep = 1, halfDiag = 100;
   const st = { tilt: 0, az: 0, offset: 0, pan: [0, 0], scale: 0, size: 512, zoom: 1, format: "png" };
   const overview = {};         // name -> {img, geom}
-  let seq = 0, shownSeq = 0, dropped = 0, dirty = true, lastLatency = null;
+  let seq = 0, shownSeq = 0, dropped = 0, dirty = true, lastLatency = null, shownURL = "";
   const inflight = new Map();  // seq -> {ctl, t0}
 
   // ---- geometry ---------------------------------------------------------------------------
@@ -69,9 +69,9 @@
     requestAnimationFrame(pump);
   }
   function fire() {
-    const id = ++seq, ctl = new AbortController(), t0 = performance.now();
+    const id = ++seq, ctl = new AbortController(), t0 = performance.now(), url = sliceURL();
     inflight.set(id, { ctl, t0 });
-    fetch(sliceURL(), { signal: ctl.signal, cache: "no-store" })
+    fetch(url, { signal: ctl.signal, cache: "no-store" })
       .then(async (r) => {
         if (r.status === 503) {
           const wait = 1000 * (parseFloat(r.headers.get("Retry-After")) || 1);
@@ -85,6 +85,7 @@
         const blob = await r.blob();
         if (id < shownSeq) { dropped++; return; }   // a newer slice is already shown
         shownSeq = id;
+        shownURL = url;
         lastLatency = performance.now() - t0;
         const img = $("slice"), old = img.src;
         img.src = URL.createObjectURL(blob);
@@ -287,6 +288,11 @@
     pollStats(); pollHealth();
     setInterval(pollStats, 1000); setInterval(pollHealth, 2000);
   }
-  window.parvoxViewer = { state: st, changed, get shownSeq() { return shownSeq; } };
+  // for tests and the console: the state, the URL of the slice on screen and of the current plane
+  window.parvoxViewer = {
+    state: st, changed, sliceURL,
+    get shownSeq() { return shownSeq; }, get shownURL() { return shownURL; },
+    get idle() { return !dirty && inflight.size === 0; }, get dropped() { return dropped; },
+  };
   start().catch((e) => { $("error").textContent = `cannot load /api/info: ${e.message}`; $("error").hidden = false; });
 })();
