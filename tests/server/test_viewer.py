@@ -68,7 +68,7 @@ def test_viewer_streams_new_slices_and_follows_the_slider(tmp_path):
             # the readout and the stats panel are live
             assert page.locator("#r-center").inner_text().strip()
             page.wait_for_function(
-                "document.getElementById('s-served').textContent.trim() !== '–'", timeout=30_000)
+                "document.getElementById('s-served').textContent.trim() !== '\u2013'", timeout=30_000)
             assert page.locator("#health").inner_text().startswith("healthy")
             assert not errors, errors
             OUTPUT.mkdir(exist_ok=True)
