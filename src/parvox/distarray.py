@@ -455,7 +455,7 @@ class DistArray:
             dst.core[...] = src.core
         return out
 
-    def exchange_halo(self, mode: str = "reflect", cval: Any = 0.0) -> DistArray:
+    def exchange_halo(self, mode: str | Sequence[str] = "reflect", cval: Any = 0.0) -> DistArray:
         """Fill every block's ghost zones from its neighbours (seed A2A P(X=n)); returns self.
 
         Axes are exchanged one after the other, each over the ghost-extended range of the axes
@@ -466,13 +466,19 @@ class DistArray:
         - ``nearest`` (a a a | a b c d | d d d), ``constant`` (cval), ``wrap`` (the seed's
           cyclic exchange XC: b c d | a b c d | a b c).
 
-        A periodic grid axis always wraps. Blocks on the same rank copy without MPI.
+        ``mode`` may also be a sequence with one mode per axis (as ``scipy.ndimage`` filters
+        accept). A periodic grid axis always wraps. Blocks on the same rank copy without MPI.
         """
-        mode = parse_mode(mode)
         private_comm(self.comm)  # collective on first use: every rank creates it here
+        if isinstance(mode, str):
+            modes = [parse_mode(mode)] * self.ndim
+        else:
+            modes = [parse_mode(m) for m in mode]
+            if len(modes) != self.ndim:
+                raise ValueError(f"mode must have {self.ndim} entries (one per axis), got {len(modes)}")
         for axis in range(self.ndim):
             if self.ghost[axis]:
-                self._exchange_axis(axis, mode, cval)
+                self._exchange_axis(axis, modes[axis], cval)
         return self
 
     def _region(self, b: Block, axis: int, sl: slice) -> tuple[slice, ...]:
@@ -515,10 +521,11 @@ class DistArray:
                 strip = b.data[self._region(b, axis, strips[side])]
                 owner = self.assignment.rank(nb)
                 if owner == me:
+                    # the ghost slice is the receiver's: its length along axis may differ
                     other = local[nb]
-                    m = other.extents[axis][1] - other.extents[axis][0]
-                    theirs = slice(0, g) if side == 1 else slice(g + m, 2 * g + m)
-                    other.data[self._region(other, axis, theirs)] = strip
+                    on = other.extents[axis][1] - other.extents[axis][0]
+                    target = slice(0, g) if side == 1 else slice(g + on, 2 * g + on)
+                    other.data[self._region(other, axis, target)] = strip
                 else:
                     sends.append((owner, nb, 1 - side, np.ascontiguousarray(strip)))
                     shape = b.data[self._region(b, axis, ghosts[side])].shape

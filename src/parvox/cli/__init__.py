@@ -31,6 +31,11 @@ SUBCOMMANDS: dict[str, str] = {
     "demo": "parvox.cli.demo",
     "filter": "parvox.cli.filter",
     "label": "parvox.cli.label",
+    "ingest": "parvox.cli.ingest",
+    "info": "parvox.cli.info",
+    "verify": "parvox.cli.verify",
+    "slice": "parvox.cli.slice",
+    "phantom": "parvox.cli.phantom",
     "serve": "parvox.cli.serve",
 }
 

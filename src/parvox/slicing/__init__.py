@@ -21,6 +21,7 @@ Examples
 from parvox.slicing.extents import cut_extents, extents_on_disks, grid_ranges, iter_cut_extents
 from parvox.slicing.extract import (
     SliceEngine,
+    SliceError,
     SliceStats,
     extract_parts,
     extract_slice,
@@ -37,6 +38,7 @@ __all__ = [
     "Part",
     "Plane",
     "SliceEngine",
+    "SliceError",
     "SliceStats",
     "cut_extents",
     "extents_on_disks",

@@ -88,14 +88,9 @@ def grid_ranges(plane: Plane, layout: Layout, keys: np.ndarray) -> np.ndarray:
     return np.stack([k0, k1, l0, l1])
 
 
-def iter_cut_extents(plane: Plane, layout: Layout) -> Iterator[np.ndarray]:
-    """Yield the extents the slice cuts, one row of extent columns at a time.
-
-    Yields
-    ------
-    ndarray of int64, shape (n, 3)
-        Extent indices ``(kz, ky, kx)`` (possibly none for a row).
-    """
+def _row_candidates(plane: Plane, layout: Layout) -> Iterator[np.ndarray]:
+    """Per row of extent columns, the extents the (infinite) plane cuts inside the slice's
+    bounding box (exact plane-box test)."""
     ext = np.asarray(layout.extent, dtype=np.float64)
     last = np.asarray(layout.shape, dtype=np.float64) - 1.0
     corners = plane.corners()
@@ -123,34 +118,62 @@ def iter_cut_extents(plane: Plane, layout: Layout) -> Iterator[np.ndarray]:
         ]
         qmin = np.min(qd, axis=0) - _EPS
         qmax = np.max(qd, axis=0) + _EPS
-        d_first = np.maximum(np.floor(qmin / ext[d]).astype(np.int64), k_lo[d])
-        # a sample exactly at k*E has floor k*E and belongs to extent k, not k - 1
-        d_last = np.minimum(np.floor(qmax / ext[d]).astype(np.int64), k_hi[d])
-        counts = np.maximum(d_last - d_first + 1, 0)
-        if counts.sum() == 0:
+        # the owned boxes along d cover [0, n-1]; a sample exactly at k*E belongs to extent k
+        d_first = np.maximum(np.floor(np.maximum(qmin, 0.0) / ext[d]).astype(np.int64), k_lo[d])
+        d_last = np.minimum(np.floor(np.minimum(qmax, last[d]) / ext[d]).astype(np.int64), k_hi[d])
+        counts = np.where((qmax >= 0.0) & (qmin <= last[d]), d_last - d_first + 1, 0)
+        counts = np.maximum(counts, 0)
+        total = int(counts.sum())
+        if total == 0:
             yield np.empty((0, 3), dtype=np.int64)
             continue
         col = np.repeat(np.arange(len(kb)), counts)
-        run = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-        keys = np.empty((len(col), 3), dtype=np.int64)
+        run = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+        keys = np.empty((total, 3), dtype=np.int64)
         keys[:, d] = d_first[col] + run
         keys[:, a] = ka
         keys[:, b] = kb[col]
-        rng = grid_ranges(plane, layout, keys)
-        keep = (rng[0] < rng[1]) & (rng[2] < rng[3])
-        yield keys[keep]
+        yield keys
 
 
-def cut_extents(plane: Plane, layout: Layout) -> np.ndarray:
-    """All extents the slice cuts, ``(n, 3)`` int64 sorted by linear index."""
-    rows = list(iter_cut_extents(plane, layout))
+def _in_rectangle(plane: Plane, layout: Layout, keys: np.ndarray) -> tuple[np.ndarray, ...]:
+    rng = grid_ranges(plane, layout, keys)
+    keep = (rng[0] < rng[1]) & (rng[2] < rng[3])
+    return keys[keep], rng[:, keep]
+
+
+def iter_cut_extents(plane: Plane, layout: Layout) -> Iterator[np.ndarray]:
+    """Yield the extents the slice cuts, one row of extent columns at a time.
+
+    Yields
+    ------
+    ndarray of int64, shape (n, 3)
+        Extent indices ``(kz, ky, kx)`` (possibly none for a row).
+    """
+    for keys in _row_candidates(plane, layout):
+        yield _in_rectangle(plane, layout, keys)[0]
+
+
+def cut_extents(
+    plane: Plane, layout: Layout, return_ranges: bool = False
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    """All extents the slice cuts, ``(n, 3)`` int64 sorted by linear index.
+
+    With ``return_ranges`` also their sample ranges (``(4, n)``, see :func:`grid_ranges`).
+    """
+    rows = list(_row_candidates(plane, layout))
     keys = np.concatenate(rows) if rows else np.empty((0, 3), dtype=np.int64)
+    keys, rng = _in_rectangle(plane, layout, keys)
     order = np.argsort(layout.linear_index(keys[:, 0], keys[:, 1], keys[:, 2]), kind="stable")
-    return keys[order]
+    return (keys[order], rng[:, order]) if return_ranges else keys[order]
 
 
-def extents_on_disks(plane: Plane, layout: Layout, disks: Sequence[int]) -> np.ndarray:
+def extents_on_disks(
+    plane: Plane, layout: Layout, disks: Sequence[int], return_ranges: bool = False
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """The extents the slice cuts that lie on ``disks``, sorted by (disk, slot) for reading.
+
+    With ``return_ranges`` also their sample ranges (``(4, n)``, see :func:`grid_ranges`).
 
     Examples
     --------
@@ -161,9 +184,10 @@ def extents_on_disks(plane: Plane, layout: Layout, disks: Sequence[int]) -> np.n
     >>> extents_on_disks(p, lay, [0]).tolist()
     [[1, 0, 1], [1, 1, 0]]
     """
-    keys = cut_extents(plane, layout)
+    keys, rng = cut_extents(plane, layout, return_ranges=True)
     disk = layout.disk_of(keys[:, 0], keys[:, 1], keys[:, 2])
-    keys, disk = keys[np.isin(disk, list(disks))], disk[np.isin(disk, list(disks))]
+    mine = np.isin(disk, np.asarray(disks, dtype=np.int64))
+    keys, rng, disk = keys[mine], rng[:, mine], disk[mine]
     slot = layout.slot_of(keys[:, 0], keys[:, 1], keys[:, 2])
     order = np.lexsort((slot, disk))
-    return keys[order]
+    return (keys[order], rng[:, order]) if return_ranges else keys[order]

@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from parvox.comm import get_comm
-from parvox.slicing.extents import extents_on_disks
+from parvox.comm import ParvoxError, get_comm
+from parvox.slicing.extents import extents_on_disks, grid_ranges
 from parvox.slicing.plane import Plane
 from parvox.slicing.resample import Part, extract_part, finish_slice, merge_parts
 from parvox.volume.cache import DEFAULT_CACHE_BYTES, ExtentReader
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SliceEngine",
+    "SliceError",
     "SliceStats",
     "extract_parts",
     "extract_slice",
@@ -53,16 +54,32 @@ __all__ = [
 ]
 
 
+class SliceError(ParvoxError):
+    """A rank failed while extracting its parts (raised on the root, naming the rank)."""
+
+
 def extract_parts(
-    plane: Plane, reader: ExtentReader, keys: Iterable[tuple[int, int, int]], layout: Layout
+    plane: Plane,
+    reader: ExtentReader,
+    keys: Iterable[tuple[int, int, int]],
+    layout: Layout,
+    ranges: np.ndarray | None = None,
 ) -> list[Part]:
     """Read ``keys`` through ``reader`` and extract each extent's part as soon as it is read.
 
-    Empty parts (the plane grazes an extent between samples) are dropped.
+    ``ranges`` (``(4, n)``, from ``extents_on_disks(..., return_ranges=True)``) saves
+    recomputing the sample ranges. Empty parts (the plane grazes an extent between samples)
+    are dropped.
     """
+    keys = [tuple(int(k) for k in key) for key in keys]
+    if not keys:
+        return []
+    rng = grid_ranges(plane, layout, np.asarray(keys)) if ranges is None else ranges
+    ranges = dict(zip(keys, map(tuple, rng.T.tolist()), strict=True))
+    params = plane.kernel_params()
     parts = []
     for key, block in reader.read_many(keys):
-        part = extract_part(block, key, layout, plane)
+        part = extract_part(block, key, layout, plane, ranges[key], params)
         if part.index.size:
             parts.append(part)
     return parts
@@ -164,7 +181,8 @@ class SliceEngine:
         evict: bool = False,
     ) -> None:
         self._own_store = not isinstance(store, VolumeStore)
-        self.store = store if isinstance(store, VolumeStore) else VolumeStore(store)
+        # a rank checks only the files of its own disks (the others may be on other nodes)
+        self.store = store if isinstance(store, VolumeStore) else VolumeStore(store, disks=())
         self.comm = get_comm(comm)
         self.rank = self.comm.Get_rank()
         meta = self.store.meta
@@ -177,6 +195,7 @@ class SliceEngine:
             )
         self.disk_map = disk_map
         self.disks = disk_map.disks_of(self.rank)
+        self.store.check_files(self.disks)
         self.layout = self.store.layout
         self.channels = meta.channels
         self.reader = ExtentReader(self.store, cache_bytes, threads, verify, evict)
@@ -208,35 +227,54 @@ class SliceEngine:
     def local_parts(self, plane: Plane) -> list[Part]:
         """Read this rank's extents and extract their parts (I/O overlapping extraction)."""
         t0 = time.perf_counter()
-        keys = self.local_extents(plane)
-        parts = extract_parts(plane, self.reader, [tuple(k) for k in keys], self.layout)
+        keys, rng = extents_on_disks(plane, self.layout, self.disks, return_ranges=True)
+        parts = extract_parts(plane, self.reader, keys.tolist(), self.layout, rng)
         self.stats = SliceStats(len(keys), len(parts), 0, time.perf_counter() - t0)
         return parts
 
-    def gather_parts(self, parts: list[Part], root: int = 0) -> list[Part] | None:
-        """Send this rank's parts to ``root`` in one message; ``root`` returns all parts."""
+    def gather_parts(
+        self, parts: list[Part], root: int = 0, error: BaseException | None = None
+    ) -> list[Part] | None:
+        """Send this rank's parts to ``root`` in one message; ``root`` returns all parts.
+
+        A rank that failed (``error``) still takes part, sending nothing; ``root`` then raises
+        :class:`SliceError` with that rank's message, so no rank is left waiting.
+        """
         comm = self.comm
         if comm.Get_size() == 1:
+            if error is not None:
+                raise error
             return parts
         from mpi4py import MPI
 
-        buf = pack_parts(parts, self.channels) if self.rank != root else np.empty(0, np.uint8)
+        mine = self.rank == root
+        buf = np.empty(0, np.uint8)
+        if not mine and error is None:
+            buf = pack_parts(parts, self.channels)
         self.stats.message_bytes = int(buf.size)
-        sizes = comm.gather(int(buf.size), root=root)
-        if self.rank == root:
-            assert sizes is not None
-            counts = np.asarray(sizes, dtype=np.int64)
-            displs = np.concatenate([[0], np.cumsum(counts)[:-1]])
-            recv = np.empty(int(counts.sum()), dtype=np.uint8)
-            comm.Gatherv(buf, [recv, counts, displs, MPI.BYTE], root=root)
-            allparts = list(parts)
-            for r in range(comm.Get_size()):
-                if r != root and counts[r]:
-                    chunk = recv[displs[r] : displs[r] + counts[r]]
-                    allparts.extend(unpack_parts(chunk, self.channels))
-            return allparts
-        comm.Gatherv(buf, None, root=root)
-        return None
+        msg = None if error is None else f"{type(error).__name__}: {error}"
+        info = comm.gather((int(buf.size), msg), root=root)
+        if not mine:
+            comm.Gatherv(buf, None, root=root)
+            if error is not None:
+                raise error
+            return None
+        assert info is not None
+        counts = np.asarray([n for n, _ in info], dtype=np.int64)
+        displs = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        recv = np.empty(int(counts.sum()), dtype=np.uint8)
+        comm.Gatherv(buf, [recv, counts, displs, MPI.BYTE], root=root)
+        if error is not None:
+            raise error
+        failed = [(r, m) for r, (_, m) in enumerate(info) if m is not None]
+        if failed:
+            raise SliceError(f"rank {failed[0][0]} failed extracting its parts: {failed[0][1]}")
+        allparts = list(parts)
+        for r in range(comm.Get_size()):
+            if r != root and counts[r]:
+                chunk = recv[displs[r] : displs[r] + counts[r]]
+                allparts.extend(unpack_parts(chunk, self.channels))
+        return allparts
 
     def extract(self, plane: Plane, root: int = 0, raw: bool = False) -> np.ndarray | None:
         """Extract ``plane`` (collective): the slice on ``root``, ``None`` elsewhere.
@@ -246,9 +284,19 @@ class SliceEngine:
         raw : bool
             Return the float32 slice unrounded (integer volumes are otherwise rounded to their
             dtype, RGB channels independently).
+
+        Raises
+        ------
+        ChecksumError
+            On the rank whose extent is corrupted; ``root`` raises :class:`SliceError` naming it.
         """
-        parts = self.local_parts(plane)
-        allparts = self.gather_parts(parts, root)
+        error: BaseException | None = None
+        parts: list[Part] = []
+        try:
+            parts = self.local_parts(plane)
+        except Exception as exc:  # reported to root inside the collective
+            error = exc
+        allparts = self.gather_parts(parts, root, error)
         if allparts is None:
             return None
         out = merge_parts(allparts, plane, self.channels)

@@ -137,8 +137,8 @@ class Plane:
         if not math.isfinite(step) or step <= 0:
             raise ValueError(f"step must be a positive finite number of mm, got {step!r}")
         object.__setattr__(self, "center", tuple(float(c) for c in center))
-        object.__setattr__(self, "u", tuple(float(c) for c in u))
-        object.__setattr__(self, "v", tuple(float(c) for c in v))
+        object.__setattr__(self, "u", tuple(float(c) + 0.0 for c in u))  # no -0.0
+        object.__setattr__(self, "v", tuple(float(c) + 0.0 for c in v))
         object.__setattr__(self, "size", (h, w))
         object.__setattr__(self, "step", step)
         object.__setattr__(self, "zoom", zoom)

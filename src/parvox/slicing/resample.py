@@ -66,8 +66,18 @@ def _extract_kernel(block, lo, hi, last, prm, k0, k1, l0, l1, zoom, width):  # p
     j0 = l0 // zoom
     ni = (k1 - 1) // zoom - i0 + 1
     nj = (l1 - 1) // zoom - j0 + 1
-    acc = np.zeros((ni, nj, nch), np.float64)
-    hit = np.zeros((ni, nj), np.bool_)
+    direct = zoom == 1  # one sample per pixel: write the outputs straight away
+    if direct:
+        acc = np.zeros((1, 1, nch), np.float64)
+        hit = np.zeros((1, 1), np.bool_)
+        dindex = np.empty((k1 - k0) * (l1 - l0), np.int64)
+        dvalues = np.empty(((k1 - k0) * (l1 - l0), nch), np.float32)
+    else:
+        acc = np.zeros((ni, nj, nch), np.float64)
+        hit = np.zeros((ni, nj), np.bool_)
+        dindex = np.empty(0, np.int64)
+        dvalues = np.empty((0, nch), np.float32)
+    m = 0
     lo0, lo1, lo2 = lo[0], lo[1], lo[2]
     for k in range(k0, k1):
         kf = np.float64(k)
@@ -122,7 +132,10 @@ def _extract_kernel(block, lo, hi, last, prm, k0, k1, l0, l1, zoom, width):  # p
             s2 = 1.0 - t2
             pi = k // zoom - i0
             pj = li // zoom - j0
-            hit[pi, pj] = True
+            if direct:
+                dindex[m] = k * width + li
+            else:
+                hit[pi, pj] = True
             for c in range(nch):
                 v = (
                     s0 * (s1 * (s2 * np.float64(block[a0, a1, a2, c])
@@ -134,7 +147,13 @@ def _extract_kernel(block, lo, hi, last, prm, k0, k1, l0, l1, zoom, width):  # p
                             + t1 * (s2 * np.float64(block[a0 + 1, a1 + 1, a2, c])
                                     + t2 * np.float64(block[a0 + 1, a1 + 1, a2 + 1, c])))
                 )  # fmt: skip
-                acc[pi, pj, c] += v
+                if direct:
+                    dvalues[m, c] = v
+                else:
+                    acc[pi, pj, c] += v
+            m += 1
+    if direct:
+        return dindex[:m].copy(), dvalues[:m].copy()
     n = 0
     for pi in range(ni):
         for pj in range(nj):
@@ -154,7 +173,12 @@ def _extract_kernel(block, lo, hi, last, prm, k0, k1, l0, l1, zoom, width):  # p
 
 
 def extract_part(
-    block: np.ndarray, key: tuple[int, int, int], layout: Layout, plane: Plane
+    block: np.ndarray,
+    key: tuple[int, int, int],
+    layout: Layout,
+    plane: Plane,
+    ranges: tuple[int, int, int, int] | None = None,
+    params: np.ndarray | None = None,
 ) -> Part:
     """Resample the samples of ``plane`` that extent ``key`` owns.
 
@@ -166,35 +190,47 @@ def extract_part(
         The extent's index.
     layout : Layout
     plane : Plane
+    ranges : (k0, k1, l0, l1), optional
+        The extent's sample ranges from :func:`~parvox.slicing.extents.grid_ranges` (computed
+        when not given; pass them when extracting many extents of one plane).
+    params : ndarray, optional
+        ``plane.kernel_params()``, likewise.
 
     Returns
     -------
     Part
         Possibly empty when the plane only grazes the extent between samples.
     """
-    key = tuple(int(k) for k in key)  # type: ignore[assignment]
-    ext = np.asarray(layout.extent, dtype=np.int64)
-    lo = np.asarray(key, dtype=np.int64) * ext
-    hi = np.minimum(lo + ext, np.asarray(layout.shape, dtype=np.int64))
-    last = np.asarray(layout.shape, dtype=np.float64) - 1.0
+    kz, ky, kx = (int(k) for k in key)
+    ez, ey, ex = layout.extent
+    nz, ny, nx = layout.shape
+    lo = np.array((kz * ez, ky * ey, kx * ex), dtype=np.int64)
+    hi = np.array((min(lo[0] + ez, nz), min(lo[1] + ey, ny), min(lo[2] + ex, nx)), np.int64)
+    last = np.array((nz - 1, ny - 1, nx - 1), dtype=np.float64)
     b4 = block if block.ndim == 4 else block[..., None]
     if b4.shape[:3] != layout.slot_shape:
         raise ValueError(
             f"block must have shape {layout.slot_shape} (+channels), got {block.shape}"
         )
-    k0, k1, l0, l1 = (int(r[0]) for r in grid_ranges(plane, layout, np.asarray([key])))
-    lin = int(layout.linear_index(*key))
-    nch = b4.shape[3]
+    if ranges is None:
+        ranges = tuple(int(r[0]) for r in grid_ranges(plane, layout, np.asarray([key])))
+    k0, k1, l0, l1 = ranges
+    lin = int(layout.linear_index(kz, ky, kx))
     if k0 >= k1 or l0 >= l1:
-        return Part(lin, np.empty(0, np.int64), np.empty((0, nch), np.float32))
+        return Part(lin, np.empty(0, np.int64), np.empty((0, b4.shape[3]), np.float32))
+    prm = plane.kernel_params() if params is None else params
     index, values = _extract_kernel(
-        b4, lo, hi, last, plane.kernel_params(), k0, k1, l0, l1, plane.zoom, plane.size[1]
+        b4, lo, hi, last, prm, int(k0), int(k1), int(l0), int(l1), plane.zoom, plane.size[1]
     )
     return Part(lin, index, values)
 
 
 def merge_parts(parts: list[Part], plane: Plane, channels: int = 1) -> np.ndarray:
-    """Add the parts into the slice (float64 sums, extent order) and divide by ``zoom**2``.
+    """Merge the parts into the slice and divide by ``zoom**2``.
+
+    Without zoom the parts are disjoint and are simply placed. With zoom a pixel's sums from
+    several extents are added in extent order (float64), so the result does not depend on
+    how the parts were distributed over ranks.
 
     Returns
     -------
@@ -202,12 +238,19 @@ def merge_parts(parts: list[Part], plane: Plane, channels: int = 1) -> np.ndarra
         ``(H, W)`` or ``(H, W, channels)``: the unrounded slice.
     """
     h, w = plane.size
-    acc = np.zeros((h * w, channels), dtype=np.float64)
-    for part in sorted(parts, key=lambda p: p.extent):
-        if part.index.size:
-            acc[part.index] += part.values
-    acc /= plane.zoom * plane.zoom
-    out = acc.astype(np.float32).reshape(h, w, channels)
+    parts = sorted((p for p in parts if p.index.size), key=lambda p: p.extent)
+    out = np.zeros((h * w, channels), dtype=np.float32)
+    if parts:
+        index = np.concatenate([p.index for p in parts])
+        values = np.concatenate([p.values for p in parts])
+        if plane.zoom == 1:
+            out[index] = values
+        else:
+            scale = 1.0 / (plane.zoom * plane.zoom)
+            for c in range(channels):
+                sums = np.bincount(index, weights=values[:, c], minlength=h * w)
+                out[:, c] = sums * scale
+    out = out.reshape(h, w, channels)
     return out[..., 0] if channels == 1 else out
 
 

@@ -16,6 +16,7 @@ from parvox.volume.cache import DEFAULT_CACHE_BYTES, CacheStats, ExtentReader
 from parvox.volume.config import DiskMap, default_disk_map, load_disk_map, parse_disk_map
 from parvox.volume.ingest import ingest, ingest_array
 from parvox.volume.layout import DEFAULT_EXTENT, Layout, choose_offsets
+from parvox.volume.phantom import Phantom, phantom
 from parvox.volume.sources import ArraySource, VolumeSource, open_source
 from parvox.volume.store import (
     ChecksumError,
@@ -35,6 +36,7 @@ __all__ = [
     "DiskMap",
     "ExtentReader",
     "Layout",
+    "Phantom",
     "StoreError",
     "StoreWriter",
     "VolumeMeta",
@@ -48,4 +50,5 @@ __all__ = [
     "open_source",
     "open_store",
     "parse_disk_map",
+    "phantom",
 ]

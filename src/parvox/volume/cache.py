@@ -70,7 +70,8 @@ class ExtentReader:
     verify : bool
         Verify checksums on every file read.
     evict : bool
-        Drop each slot read from the OS page cache (cold-cache measurements).
+        Drop each slot read from the OS page cache and turn off read-ahead (cold-cache
+        measurements).
     """
 
     def __init__(
@@ -95,6 +96,7 @@ class ExtentReader:
         self._used = 0
         self._lock = threading.Lock()
         self._pool: cf.ThreadPoolExecutor | None = None
+        self._no_readahead: set[int] = set()
 
     # -- cache -------------------------------------------------------------------------------
     @property
@@ -137,9 +139,11 @@ class ExtentReader:
             self.stats.bytes_read += self.store.meta.slot_bytes
         if self.evict:
             disk, offset = self.store.locate(*key)
-            os.posix_fadvise(
-                self.store.fd(disk), offset, self.store.meta.slot_bytes, os.POSIX_FADV_DONTNEED
-            )
+            fd = self.store.fd(disk)
+            os.posix_fadvise(fd, offset, self.store.meta.slot_bytes, os.POSIX_FADV_DONTNEED)
+            if disk not in self._no_readahead:  # cold reads: no read-ahead of other slots
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+                self._no_readahead.add(disk)
         self._insert(key, block)
         return block
 

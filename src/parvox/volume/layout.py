@@ -30,6 +30,7 @@ Examples
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Iterator, Sequence
 
@@ -127,7 +128,7 @@ class Layout:
             else:
                 object.__setattr__(self, name, int(value))
 
-    @property
+    @functools.cached_property
     def nextents(self) -> tuple[int, int, int]:
         """Number of extents along (z, y, x)."""
         return tuple(-(-s // e) for s, e in zip(self.shape, self.extent, strict=True))  # type: ignore[return-value]

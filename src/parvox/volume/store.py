@@ -28,7 +28,7 @@ import os
 import struct
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -277,6 +277,9 @@ class VolumeStore:
     ----------
     path : str or path-like
         The store directory (holding ``volume.json``).
+    disks : sequence of int, optional
+        The disks whose data files are checked at open (all by default). A rank on a node that
+        only sees its own disks passes those; see :meth:`check_files`.
 
     Raises
     ------
@@ -284,7 +287,7 @@ class VolumeStore:
         When the manifest is missing or invalid, or a data file is missing or short.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], disks: Sequence[int] | None = None) -> None:
         self.path = Path(path)
         manifest = self.path / MANIFEST
         try:
@@ -302,7 +305,12 @@ class VolumeStore:
         self.dtype = np.dtype(self.meta.dtype)
         self._fds: dict[int, int] = {}
         self._lock = threading.Lock()
-        for disk in range(self.meta.ndisks):
+        self.check_files(range(self.meta.ndisks) if disks is None else disks)
+
+    def check_files(self, disks: Iterable[int]) -> None:
+        """Raise :class:`StoreError` when a data file of ``disks`` is missing or has the
+        wrong size."""
+        for disk in disks:
             f = self.file_path(disk)
             try:
                 size = os.path.getsize(f)
@@ -420,9 +428,11 @@ class VolumeStore:
         return sum(os.path.getsize(self.file_path(d)) for d in range(self.meta.ndisks))
 
 
-def open_store(path: str | os.PathLike[str]) -> VolumeStore:
+def open_store(
+    path: str | os.PathLike[str], disks: Sequence[int] | None = None
+) -> VolumeStore:
     """Open the store at ``path`` (see :class:`VolumeStore`)."""
-    return VolumeStore(path)
+    return VolumeStore(path, disks)
 
 
 class StoreWriter:

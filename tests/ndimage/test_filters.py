@@ -1,0 +1,212 @@
+"""parvox.ndimage filters against scipy.ndimage on the whole array, at 1-4 ranks.
+
+Every body loops over boundary modes, filters and layouts (uneven shapes, several blocks per
+rank, round-robin assignment, one-axis splits) so that one mpiexec launch covers many cases.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.ndimage as ndi
+
+from parvox.testing import mpi_test
+
+MODES = ("reflect", "mirror", "nearest", "constant", "wrap")
+
+
+def _layouts(nranks: int, ndim: int) -> list[dict]:
+    """Default (one block per rank), several blocks per rank, round-robin, one-axis split."""
+    out = [{}, {"nblocks": 2 * nranks + 1}, {"nblocks": 6, "assignment": "round_robin"}]
+    out.append({"nblocks": 3, "axis": ndim - 1})
+    return out
+
+
+def _check(name: str, got, want: np.ndarray, exact: bool) -> None:
+    arr = got.allgather()
+    assert arr.dtype == want.dtype, f"{name}: dtype {arr.dtype} != {want.dtype}"
+    if exact:
+        np.testing.assert_array_equal(arr, want, err_msg=name)
+    else:
+        np.testing.assert_allclose(arr, want, rtol=1e-5, atol=1e-9, err_msg=name)
+
+
+def _cases_2d(rng: np.random.Generator) -> list[tuple[str, dict, bool]]:
+    cross = ndi.generate_binary_structure(2, 1)
+    return [
+        ("gaussian_filter", {"sigma": 2.5}, True),  # halo 10
+        ("gaussian_filter", {"sigma": (1.5, 0.8), "order": (0, 1)}, True),
+        ("gaussian_filter", {"sigma": 1.0, "order": 2, "truncate": 3.0}, True),
+        ("gaussian_filter", {"sigma": 2.0, "radius": 3}, True),
+        ("uniform_filter", {"size": (5, 4), "origin": (1, -1)}, False),
+        ("median_filter", {"size": 5}, True),
+        ("median_filter", {"footprint": cross, "origin": (0, 1)}, True),
+        ("minimum_filter", {"size": (3, 6)}, True),
+        ("maximum_filter", {"footprint": rng.random((4, 5)) > 0.4, "origin": (-1, 2)}, True),
+        ("sobel", {"axis": 0}, True),
+        ("sobel", {"axis": -1}, True),
+        ("correlate", {"weights": rng.random((5, 3))}, True),
+        ("convolve", {"weights": rng.random((4, 4)), "origin": (1, -2)}, True),
+    ]
+
+
+@mpi_test(ranks=(1, 2, 3, 4), timeout=180)
+def test_filters_2d_every_mode_and_layout():
+    from mpi4py import MPI
+
+    from parvox import ndimage as pnd
+    from parvox.distarray import DistArray
+
+    nranks = MPI.COMM_WORLD.Get_size()
+    rng = np.random.default_rng(7)
+    a = rng.random((97, 61))
+    cases = _cases_2d(rng)
+    for layout in _layouts(nranks, 2):
+        x = DistArray.from_global(a, **layout)
+        for mode in MODES:
+            for name, kw, exact in cases:
+                got = getattr(pnd, name)(x, mode=mode, cval=0.7, **kw)
+                want = getattr(ndi, name)(a, mode=mode, cval=0.7, **kw)
+                assert got.grid == x.grid and got.assignment == x.assignment
+                _check(f"{name} {kw} {mode} {layout}", got, want, exact)
+
+
+@mpi_test(ranks=(1, 2, 3, 4), timeout=180)
+def test_filters_3d_every_mode():
+    from mpi4py import MPI
+
+    from parvox import ndimage as pnd
+    from parvox.distarray import DistArray
+
+    nranks = MPI.COMM_WORLD.Get_size()
+    rng = np.random.default_rng(3)
+    a = rng.random((17, 23, 29)).astype(np.float32)
+    ball = ndi.generate_binary_structure(3, 2)
+    cases = [
+        ("gaussian_filter", {"sigma": (1.2, 0.5, 2.0)}, True),
+        ("uniform_filter", {"size": 3}, False),
+        ("median_filter", {"size": (3, 2, 3)}, True),
+        ("minimum_filter", {"footprint": ball}, True),
+        ("maximum_filter", {"size": 4}, True),
+        ("sobel", {"axis": 1}, True),
+        ("convolve", {"weights": rng.random((3, 3, 2))}, True),
+    ]
+    for layout in ({}, {"nblocks": 8, "assignment": "round_robin"}, {"nblocks": 2 * nranks}):
+        x = DistArray.from_global(a, **layout)
+        for mode in MODES:
+            for name, kw, exact in cases:
+                got = getattr(pnd, name)(x, mode=mode, cval=-1.5, **kw)
+                want = getattr(ndi, name)(a, mode=mode, cval=-1.5, **kw)
+                _check(f"{name} {kw} {mode} {layout}", got, want, exact)
+
+
+@mpi_test(ranks=(1, 2, 3, 4), timeout=120)
+def test_filter_options_axes_modes_output_dtypes():
+    from parvox import ndimage as pnd
+    from parvox.distarray import DistArray
+
+    rng = np.random.default_rng(11)
+    a = rng.random((61, 47))
+    img = (rng.random((61, 47)) * 255).astype(np.uint8)
+    for layout in ({"nblocks": 5}, {"nblocks": 7, "assignment": "round_robin"}):
+        x = DistArray.from_global(a, **layout)
+        u = DistArray.from_global(img, **layout)
+        # one mode per axis, grid-* aliases, axes subsets
+        for name, kw in [
+            ("gaussian_filter", {"sigma": 1.5, "mode": ("constant", "wrap"), "cval": 2.0}),
+            ("gaussian_filter", {"sigma": 2.0, "mode": "grid-wrap", "axes": 0}),
+            ("gaussian_filter", {"sigma": 2.0, "order": 1, "mode": ("nearest", "constant")}),
+            ("uniform_filter", {"size": 4, "mode": ["mirror", "constant"], "cval": 1.0}),
+            ("uniform_filter", {"size": 5, "axes": (1,)}),
+            ("minimum_filter", {"size": 3, "mode": ("wrap", "reflect")}),
+            ("maximum_filter", {"size": (3, 5), "axes": (-1, 0)}),
+            ("median_filter", {"size": 3, "axes": 1, "mode": "grid-mirror"}),
+            ("sobel", {"axis": 1, "mode": ("constant", "nearest"), "cval": 0.5}),
+            ("correlate", {"weights": rng.random(5), "axes": 1, "mode": "grid-constant"}),
+        ]:
+            exact = name != "uniform_filter"
+            _check(f"{name} {kw}", getattr(pnd, name)(x, **kw), getattr(ndi, name)(a, **kw), exact)
+        # integer input: outputs keep scipy's dtypes, or take the requested one
+        for name, kw, exact in [
+            ("gaussian_filter", {"sigma": 1.3}, True),
+            ("gaussian_filter", {"sigma": 1.3, "output": np.float32}, True),
+            ("gaussian_filter", {"sigma": 2.0, "mode": "constant", "cval": 0.5}, True),
+            ("uniform_filter", {"size": 3, "output": np.float64}, False),
+            ("median_filter", {"size": 4, "mode": "constant", "cval": 7}, True),
+            ("minimum_filter", {"size": 4, "mode": "constant", "cval": 300.5}, True),
+            ("sobel", {"axis": 1, "mode": "constant", "cval": 2.5, "output": np.float32}, True),
+            ("sobel", {"axis": 0, "output": np.int16}, True),
+            ("convolve", {"weights": np.ones((3, 3)), "output": np.int32}, True),
+        ]:
+            got = getattr(pnd, name)(u, **kw)
+            want = getattr(ndi, name)(img, **kw)
+            _check(f"uint8 {name} {kw}", got, want, exact)
+        # output= a DistArray of the same layout is filled and returned
+        dst = x.like(np.float64)
+        assert pnd.gaussian_filter(x, 1.0, output=dst) is dst
+        _check("output DistArray", dst, ndi.gaussian_filter(a, 1.0), True)
+        # an input with ghost zones and a periodic grid: the mode still rules
+        g = DistArray.from_global(a, nblocks=4, ghost=2, periodic=True)
+        got = pnd.uniform_filter(g, 5, mode="nearest")
+        assert got.ghost == g.ghost
+        _check("ghosted periodic input", got, ndi.uniform_filter(a, 5, mode="nearest"), False)
+
+
+@mpi_test(ranks=(1, 2, 3, 4), timeout=60)
+def test_filter_bad_inputs():
+    from parvox import ndimage as pnd
+    from parvox.distarray import DistArray
+
+    a = np.random.default_rng(0).random((20, 16))
+    x = DistArray.from_global(a, nblocks=4)
+    with pytest.raises(TypeError, match="input"):
+        pnd.gaussian_filter(a, 1.0)
+    with pytest.raises(ValueError, match="sigma"):
+        pnd.gaussian_filter(x, -1.0)
+    with pytest.raises(ValueError, match="sigma"):
+        pnd.gaussian_filter(x, (1.0, 2.0, 3.0))
+    with pytest.raises(ValueError, match="truncate"):
+        pnd.gaussian_filter(x, 1.0, truncate=-2)
+    with pytest.raises(ValueError, match="radius"):
+        pnd.gaussian_filter(x, 1.0, radius=-1)
+    with pytest.raises(ValueError, match="order"):
+        pnd.gaussian_filter(x, 1.0, order=-1)
+    with pytest.raises(ValueError, match="size"):
+        pnd.uniform_filter(x, 0)
+    with pytest.raises(ValueError, match="size"):
+        pnd.median_filter(x, size=(3, 0))
+    with pytest.raises(ValueError, match="size or footprint"):
+        pnd.minimum_filter(x)
+    with pytest.raises(ValueError, match="footprint"):
+        pnd.maximum_filter(x, footprint=np.zeros((3, 3), bool))
+    with pytest.raises(ValueError, match="footprint"):
+        pnd.maximum_filter(x, footprint=np.ones(3, bool))
+    with pytest.raises(ValueError, match="mode"):
+        pnd.gaussian_filter(x, 1.0, mode="bogus")
+    with pytest.raises(ValueError, match="mode"):
+        pnd.median_filter(x, size=3, mode=("reflect", "wrap"))
+    with pytest.raises(ValueError, match="weights"):
+        pnd.correlate(x, np.ones((3, 3, 3)))
+    with pytest.raises(ValueError, match="origin"):
+        pnd.convolve(x, np.ones((3, 3)), origin=2)
+    with pytest.raises(ValueError, match="axis"):
+        pnd.sobel(x, axis=2)
+    with pytest.raises(ValueError, match="axes"):
+        pnd.uniform_filter(x, 3, axes=(0, 0))
+    with pytest.raises(TypeError, match="cval"):
+        pnd.uniform_filter(x, 3, mode="constant", cval="zero")
+    with pytest.raises(TypeError, match="output"):
+        pnd.sobel(x, output=np.empty(a.shape))
+    with pytest.raises(ValueError, match="output"):
+        pnd.sobel(x, output=DistArray.from_global(a, nblocks=2))
+    # a block narrower than the halo the filter needs
+    thin = DistArray.from_global(a, nblocks=8, axis=0)  # blocks of 2-3 rows
+    with pytest.raises(ValueError, match="gaussian_filter: halo 4 along axis 0"):
+        pnd.gaussian_filter(thin, 1.0)
+    with pytest.raises(ValueError, match="halo"):
+        pnd.median_filter(thin, size=9)
+    # the unsplit axis may be narrower than the filter: scipy extends it itself
+    wide = DistArray.from_global(a, nblocks=2, axis=0)
+    np.testing.assert_allclose(
+        pnd.gaussian_filter(wide, (0.5, 9.0)).allgather(), ndi.gaussian_filter(a, (0.5, 9.0))
+    )
