@@ -109,14 +109,30 @@ def test_slice_npy_and_png_equal_the_serial_slice(server, query):
     np.testing.assert_array_equal(png, display_pixels(finish_slice(raw, "uint8")))
 
 
-def test_png_is_what_parvox_slice_writes(server, store, tmp_path):
+# `parvox slice`'s own module (add_arguments / validate / run), without the rest of the registry
+SLICE_CLI = """
+import argparse, sys
+from parvox.cli import slice as cmd
+p = argparse.ArgumentParser()
+cmd.add_arguments(p)
+args = p.parse_args(sys.argv[1:])
+cmd.validate(args)
+sys.exit(cmd.run(args))
+"""
+
+
+@pytest.mark.parametrize(("query", "argv"), [
+    (QUERIES[2], ["--center", "10,30,12", "--normal", "1,1,1", "--up", "0,-1,0", "--size",
+                  "40,40", "--step", "0.7"]),
+    (QUERIES[1], ["--center", "19.5,20.25,30", "--u", "0.2,1,0.4", "--v", "1,-0.1,0.3",
+                  "--size", "33,41", "--zoom", "2"]),
+])
+def test_png_is_what_parvox_slice_writes(server, store, tmp_path, query, argv):
     if importlib.util.find_spec("parvox.cli.slice") is None:
         pytest.skip("parvox slice is not on this branch yet")
-    query = QUERIES[2]
     out = tmp_path / "s.png"
-    cmd = [sys.executable, "-m", "parvox", "slice", str(store), "--center", "10,30,12",
-           "--normal", "1,1,1", "--up", "0,-1,0", "--size", "40,40", "--step", "0.7", "-o", str(out)]
-    subprocess.run(cmd, check=True, timeout=120)
+    subprocess.run([sys.executable, "-c", SLICE_CLI, str(store), *argv, "-o", str(out)],
+                   check=True, timeout=120, capture_output=True)
     assert _get(server, f"/api/slice?{query}").content == out.read_bytes()
 
 

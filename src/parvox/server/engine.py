@@ -212,31 +212,39 @@ class SliceService:
 
     # -- the dataflow operation ------------------------------------------------------------------
     def _split(self, plane: Plane) -> Any:
-        keys = cut_extents(plane, self.layout)
+        keys, ranges = cut_extents(plane, self.layout, return_ranges=True)
         if not len(keys):
             return
         kz, ky, kx = keys[:, 0], keys[:, 1], keys[:, 2]
         disk = self.layout.disk_of(kz, ky, kx)
         order = np.lexsort((self.layout.slot_of(kz, ky, kx), disk))
-        keys, owner = keys[order], self._owner[disk[order]]
-        batches: list[list[np.ndarray]] = []
+        keys, ranges, owner = keys[order], ranges[:, order], self._owner[disk[order]]
+        batches: list[list[tuple[np.ndarray, np.ndarray]]] = []
         for r in range(self.nranks):
-            mine = keys[owner == r]
-            batches.append([mine[s : s + self.batch] for s in range(0, len(mine), self.batch)])
+            mine = owner == r
+            k, g = keys[mine], ranges[:, mine]
+            batches.append(
+                [(k[s : s + self.batch], g[:, s : s + self.batch]) for s in range(0, len(k), self.batch)]
+            )
         for round_ in range(max(len(b) for b in batches)):
             for r in range(self.nranks):
                 if round_ < len(batches[r]):
-                    yield Token(r, {"plane": plane, "keys": batches[r][round_]})
+                    k, g = batches[r][round_]
+                    yield Token(r, {"plane": plane, "keys": k, "ranges": g})
 
-    def _read(self, token: dict[str, Any]) -> tuple[Plane, list[tuple[Any, np.ndarray]]]:
+    def _read(self, token: dict[str, Any]) -> tuple[dict[str, Any], list[np.ndarray]]:
         keys = [tuple(int(k) for k in key) for key in token["keys"]]
-        return token["plane"], list(self.reader.read_many(keys))
+        blocks = dict(self.reader.read_many(keys))
+        return token, [blocks[k] for k in keys]
 
-    def _extract(self, work: tuple[Plane, list[tuple[Any, np.ndarray]]]) -> np.ndarray:
-        plane, blocks = work
+    def _extract(self, work: tuple[dict[str, Any], list[np.ndarray]]) -> np.ndarray:
+        token, blocks = work
+        plane = token["plane"]
+        params = plane.kernel_params()
         parts = []
-        for key, block in blocks:
-            part = extract_part(block, key, self.layout, plane)
+        for key, rng, block in zip(token["keys"], token["ranges"].T, blocks, strict=True):
+            part = extract_part(block, tuple(int(k) for k in key), self.layout, plane,
+                                ranges=tuple(int(r) for r in rng), params=params)
             if part.index.size:
                 parts.append(part)
         return pack_parts(parts, self.meta.channels)

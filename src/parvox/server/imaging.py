@@ -1,13 +1,14 @@
 """Slices to image files: the one encoder the server and ``parvox slice`` share.
 
 :func:`display_pixels` turns a finished slice (the volume's dtype, see
-:func:`parvox.slicing.finish_slice`) into the integers an image holds: ``uint8`` grey or RGB and
-``uint16`` grey pass through unchanged (a 16-bit PNG); with a display ``window=(lo, hi)`` (and for
-``float32`` volumes, whose window defaults to the slice's own minimum and maximum) values are
-mapped linearly to ``uint8``: ``clip(rint((x - lo) * 255 / (hi - lo)), 0, 255)``.
-:func:`encode_image` writes them with Pillow exactly as :func:`parvox.io.write_image` writes a
-PNG file (``Image.fromarray(a).save(fh, format="PNG")``), so a PNG from the HTTP API and one
-written to disk for the same slice are the same bytes. JPEG is 8-bit: 16-bit slices get the
+:func:`parvox.slicing.finish_slice`) into the integers an image holds. Without a window it is
+``parvox slice``'s own conversion (``parvox.cli.slice.to_png_array``: ``uint8`` grey or RGB and
+``uint16`` grey pass through, a 16-bit PNG for the latter; ``float32`` is scaled from the slice's
+minimum and maximum to ``0..255``); with a display ``window=(lo, hi)`` values are mapped
+linearly to ``uint8``: ``clip(rint((x - lo) * 255 / (hi - lo)), 0, 255)``.
+:func:`encode_image` writes them with Pillow exactly as ``parvox slice`` writes its PNG file
+(``Image.fromarray(a).save(..., PNG)``, default options), so a PNG from the HTTP API and the
+file ``parvox slice`` writes for the same parameters are the same bytes. JPEG is 8-bit: 16-bit slices get the
 slice's own min-max window unless one is given.
 
 Examples
@@ -58,8 +59,10 @@ def display_pixels(slice_: np.ndarray, window: Sequence[float] | None = None) ->
     a = np.asarray(slice_)
     if a.ndim not in (2, 3) or (a.ndim == 3 and a.shape[2] != 3):
         raise ValueError(f"slice_ must be (H, W) or (H, W, 3), got shape {a.shape}")
-    if window is None and a.dtype in (np.uint8, np.uint16):
-        return a
+    if window is None:
+        from parvox.cli.slice import to_png_array  # what `parvox slice -o x.png` writes
+
+        return to_png_array(a)
     lo, hi = _window(a, window)
     scaled = (a.astype(np.float64) - lo) * (255.0 / (hi - lo))
     return np.clip(np.rint(scaled), 0, 255).astype(np.uint8)
