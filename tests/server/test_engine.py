@@ -164,3 +164,28 @@ def test_bounded_queue_rejects_when_full():
             service.flow.stop_all()
         else:
             service.flow.serve_forever()
+
+
+@mpi_test(ranks=(2, 3, 4), timeout=180)
+def test_configuration_map_moves_the_work_and_keeps_the_slice():
+    from mpi4py import MPI
+
+    from parvox.server.engine import SliceService
+    from parvox.volume import DiskMap
+
+    comm = MPI.COMM_WORLD
+    size = comm.Get_size()
+    path, vol = _store()
+    # every disk on the last rank: rank 0 only splits and merges
+    dmap = DiskMap(tuple([size - 1] * 5), size)
+    with SliceService(path, comm, disk_map=dmap) as service:
+        if comm.Get_rank() == 0:
+            planes = _planes(service, 4, seed=9)
+            for plane in planes:
+                _check(vol, plane, service.extract(plane))
+            assert service.flow.status()["tokens"] == 0
+            assert service.flow.max_inflight[size - 1] >= 1
+            assert all(m == 0 for m in service.flow.max_inflight[: size - 1])
+            service.flow.stop_all()
+        else:
+            service.flow.serve_forever()
