@@ -115,3 +115,15 @@ def test_dead_or_hung_rank_fails_health_and_exits_nonzero(store, tmp_path, sig):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
         srv.stop()
+
+
+def test_sigint_stops_every_rank_cleanly(store, tmp_path):
+    srv = Server(store, 3, logdir=tmp_path).wait_ready()
+    try:
+        assert httpx.get(f"{srv.url}/api/slice?center=20,24,28&normal=1,0,0&size=16,16",
+                         timeout=60).status_code == 200
+        os.killpg(srv.proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+        assert srv.proc.wait(timeout=30) == 0, srv.output()
+        assert "stopping" in srv.output()
+    finally:
+        srv.stop()

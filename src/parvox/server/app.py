@@ -33,8 +33,12 @@ Examples
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.resources
+import signal
+import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from starlette.applications import Starlette
@@ -161,11 +165,31 @@ def serve_http(
     service: SliceService, host: str = "127.0.0.1", port: int = 8000,
     max_size: int = DEFAULT_MAX_SIZE,
 ) -> None:
-    """Run the app with uvicorn until interrupted (SIGINT/SIGTERM); call on rank 0."""
+    """Run the app with uvicorn until SIGINT/SIGTERM, then return (call on rank 0, which then
+    stops the other ranks)."""
     import uvicorn
+
+    class _Server(uvicorn.Server):
+        # uvicorn re-raises a captured signal after shutting down, which would kill rank 0
+        # before it can stop the other ranks; here a signal only asks for a clean shutdown.
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+
+            def ask(sig: int, frame: Any) -> None:
+                self.should_exit = True
+
+            old = {s: signal.signal(s, ask) for s in (signal.SIGINT, signal.SIGTERM)}
+            try:
+                yield
+            finally:
+                for s, h in old.items():
+                    signal.signal(s, h)
 
     config = uvicorn.Config(
         create_app(service, max_size), host=host, port=port, log_level="warning",
         access_log=False, lifespan="off",
     )
-    uvicorn.Server(config).run()
+    _Server(config).run()
