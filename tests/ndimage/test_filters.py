@@ -145,6 +145,15 @@ def test_filter_options_axes_modes_output_dtypes():
         dst = x.like(np.float64)
         assert pnd.gaussian_filter(x, 1.0, output=dst) is dst
         _check("output DistArray", dst, ndi.gaussian_filter(a, 1.0), True)
+        # 1-D signals
+        sig = rng.random(101)
+        s1 = DistArray.from_global(sig, nblocks=5)
+        for mode in MODES:
+            for name, kw in [("gaussian_filter", {"sigma": 3.0}), ("median_filter", {"size": 7}),
+                             ("minimum_filter", {"size": 5, "origin": 2}), ("sobel", {}),
+                             ("convolve", {"weights": [1.0, 2.0, 3.0, 4.0]})]:
+                want = getattr(ndi, name)(sig, mode=mode, cval=0.3, **kw)
+                _check(f"1-D {name} {mode}", getattr(pnd, name)(s1, mode=mode, cval=0.3, **kw), want, True)
         # an input with ghost zones and a periodic grid: the mode still rules
         g = DistArray.from_global(a, nblocks=4, ghost=2, periodic=True)
         got = pnd.uniform_filter(g, 5, mode="nearest")
@@ -197,6 +206,8 @@ def test_filter_bad_inputs():
         pnd.uniform_filter(x, 3, mode="constant", cval="zero")
     with pytest.raises(TypeError, match="output"):
         pnd.sobel(x, output=np.empty(a.shape))
+    with pytest.raises(TypeError, match="float16"):  # raised on every rank, before any message
+        pnd.gaussian_filter(x.astype(np.float16), 1.0)
     with pytest.raises(ValueError, match="output"):
         pnd.sobel(x, output=DistArray.from_global(a, nblocks=2))
     # a block narrower than the halo the filter needs

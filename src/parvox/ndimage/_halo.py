@@ -204,6 +204,10 @@ def apply_padded(
     True
     """
     ndim = x.ndim
+    try:  # scipy's own checks (dtype support, ...) on every rank before any message
+        kernel(np.zeros((1,) * ndim, x.dtype))
+    except (RuntimeError, TypeError) as exc:
+        raise TypeError(f"{func}: scipy.ndimage rejects this call (input dtype {x.dtype}): {exc}") from None
     ghost = tuple(int(h) if x.grid.grid[a] > 1 else 0 for a, h in enumerate(halo))
     if any(ghost):
         # a periodic input grid would wrap regardless of mode: ndimage follows ``mode``
@@ -225,8 +229,13 @@ def apply_padded(
         full = (slice(None),) * ndim
         sources = [(b.core, full) for b in x.blocks]
     out = output if output is not None else x.like(dtype, fill=0 if any(x.ghost) else None)
+    adopt = output is None and not any(x.ghost)
     for (data, core), dst in zip(sources, out.blocks, strict=True):
-        dst.core[...] = kernel(data)[core]
+        result = kernel(data)
+        if adopt and result.shape == dst.data.shape and result.dtype == dst.data.dtype:
+            dst.data = result  # no halo on this block: keep scipy's array, skip a copy
+        else:
+            dst.core[...] = result[core]
     return out
 
 
