@@ -316,7 +316,7 @@ def main() -> None:
     results: list = []
     for r in (int(x) for x in args.ranks.split(",")):
         results += run_parvox(store, shape, nslices, r, args.threads, args.cache_mib, workdir)
-    run_peer(zpath, shape, 2 if args.quick else 4, results, store)
+    run_peer(zpath, shape, 2 if args.quick else 3, results, store)
     load = os.getloadavg()[0]
     machine = (f"{platform.machine()}, {os.cpu_count()} cores, load {load:.1f}, "
                f"Python {platform.python_version()}")

@@ -6,7 +6,6 @@ Run serially or in parallel::
     mpiexec -n 4 python examples/slice_volume.py
 """
 
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -16,11 +15,11 @@ from parvox.slicing import SliceEngine, reference_slice
 from parvox.volume import Phantom, ingest
 
 comm = MPI.COMM_WORLD
-root = Path(comm.bcast(tempfile.mkdtemp() if comm.Get_rank() == 0 else None))
+root = Path("out") / "slice_volume"  # relative to the working directory
 
 # a 96x128x160 RGB phantom, striped over 6 disks (each rank writes its own)
 source = Phantom((96, 128, 160), rgb=True, spacing=(1.5, 1.0, 1.0))
-store = ingest(source, root / "phantom.store", ndisks=6, progress=False)
+store = ingest(source, root / "phantom.store", ndisks=6, overwrite=True, progress=False)
 
 with SliceEngine(store) as engine:
     # a plane orthogonal to the main diagonal, 256x256 pixels of 0.5 mm, zoom 2

@@ -92,6 +92,14 @@ def test_verify_names_bad_extents(tmp_path, capsys):
     code, out = _run(["verify", store], capsys)
     assert code == 1
     assert "extent (1, 1, 1)" in out and "extent (3, 2, 3)" in out and "2 of 48" in out
+    # the same through a configuration map (TOML): one rank serves both disks
+    cfg = tmp_path / "map.toml"
+    cfg.write_text("[ranks]\n0 = [0, 1]\n")
+    code, out = _run(["verify", store, "--map", cfg], capsys)
+    assert code == 1 and "2 of 48" in out
+    args = ["slice", store, "--center", "1,2,3", "--u", "0,0,1", "--v", "0,1,0", "--size",
+            "3,3", "--map", cfg, "-o", tmp_path / "m.npy"]
+    assert _run(args, capsys)[0] == 0
 
 
 def test_rgb_phantom_store_and_png(tmp_path, capsys):

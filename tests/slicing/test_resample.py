@@ -105,3 +105,25 @@ def test_part_and_finish_bad_input():
     assert finish_slice(np.array([-3.0, 70000.0], np.float32), "uint16").tolist() == [0, 65535]
     assert unpack_parts(np.empty(0, np.uint8), 1) == []
     assert merge_parts([Part(0, np.array([3]), np.array([[8.0]], np.float32))], plane)[1, 1] == 8
+
+
+@pytest.mark.parametrize("shape", [(1, 45, 53), (37, 1, 53), (2, 3, 2)])
+def test_degenerate_volumes(tmp_path, shape):
+    from mpi4py import MPI
+
+    vol = np.random.default_rng(9).random(shape, dtype=np.float32)
+    path = ingest_array(vol, tmp_path / "s", ndisks=2, extent=(5, 7, 6), progress=False)
+    rng = np.random.default_rng(10)
+    with SliceEngine(path, comm=MPI.COMM_SELF) as eng:
+        planes = [
+            Plane(center=(0, 22, 26), u=(0, 0, 1), v=(0, 1, 0), size=(45, 53)),
+            Plane(center=(18, 0, 26), u=(0, 0, 1), v=(1, 0, 0), size=(37, 53), zoom=2),
+            Plane(center=(0.5, 1, 1), u=(0, 0.3, 1), v=(1, 1, 0), size=(9, 9), step=0.3),
+        ] + [
+            Plane(center=rng.uniform(0, shape), u=rng.normal(size=3), v=rng.normal(size=3),
+                  size=(20, 20), step=0.5)
+            for _ in range(5)
+        ]
+        for plane in planes:
+            np.testing.assert_allclose(eng.extract(plane), reference_slice(vol, plane),
+                                       rtol=1e-5, atol=1e-6)

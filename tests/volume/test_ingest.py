@@ -174,6 +174,16 @@ def test_parallel_ingest_each_rank_writes_its_disks():
     path = ingest(root / "v.npy", root / "s", ndisks=5, extent=(5, 7, 6), progress=rank == 0)
     store = VolumeStore(path)
     np.testing.assert_array_equal(store.read_volume(), vol)
+    # a folder of TIFF slices, each rank reading the slabs it needs
+    if rank == 0:
+        import tifffile
+
+        (root / "tif").mkdir()
+        for z in range(vol.shape[0]):
+            tifffile.imwrite(root / "tif" / f"{z:03d}.tif", vol[z])
+    comm.Barrier()
+    path = ingest(root / "tif", root / "u", ndisks=4, extent=(17, 7, 32), progress=False)
+    np.testing.assert_array_equal(VolumeStore(path).read_volume(), vol)
     # an explicit map: the last rank writes every disk
     dmap = parse_disk_map({str(size - 1): [0, 1, 2]}, ndisks=3, nranks=size)
     path = ingest(vol, root / "t", ndisks=3, extent=(17, 32, 32), disk_map=dmap,

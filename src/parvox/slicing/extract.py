@@ -48,6 +48,7 @@ __all__ = [
     "SliceStats",
     "extract_parts",
     "extract_slice",
+    "message_request",
     "pack_parts",
     "reference_slice",
     "unpack_parts",
@@ -85,21 +86,25 @@ def extract_parts(
     return parts
 
 
-def pack_parts(parts: list[Part], channels: int) -> np.ndarray:
-    """One ``uint8`` buffer holding ``parts``: a header of int64 ``[n, (extent, count) * n]``,
-    then all pixel indices (int64), then all values (float32, ``channels`` per pixel).
+def pack_parts(parts: list[Part], channels: int, request: int = 0) -> np.ndarray:
+    """One ``uint8`` buffer holding ``parts``: a header of int64
+    ``[request, n, (extent, count) * n]``, then all pixel indices (int64), then all values
+    (float32, ``channels`` per pixel). ``request`` tags the message (a server with several
+    requests in flight reads it back with :func:`message_request`).
 
     Examples
     --------
     >>> p = Part(7, np.array([1, 5]), np.ones((2, 1), np.float32))
-    >>> q = unpack_parts(pack_parts([p], 1), 1)[0]
-    >>> q.extent, q.index.tolist(), q.values.ravel().tolist()
-    (7, [1, 5], [1.0, 1.0])
+    >>> buf = pack_parts([p], 1, request=42)
+    >>> q = unpack_parts(buf, 1)[0]
+    >>> message_request(buf), q.extent, q.index.tolist(), q.values.ravel().tolist()
+    (42, 7, [1, 5], [1.0, 1.0])
     """
-    header = np.empty(1 + 2 * len(parts), dtype=np.int64)
-    header[0] = len(parts)
-    header[1::2] = [p.extent for p in parts]
-    header[2::2] = [p.index.size for p in parts]
+    header = np.empty(2 + 2 * len(parts), dtype=np.int64)
+    header[0] = request
+    header[1] = len(parts)
+    header[2::2] = [p.extent for p in parts]
+    header[3::2] = [p.index.size for p in parts]
     index = np.concatenate([p.index for p in parts]) if parts else np.empty(0, np.int64)
     values = (
         np.concatenate([p.values for p in parts]) if parts else np.empty((0, channels), np.float32)
@@ -113,16 +118,21 @@ def pack_parts(parts: list[Part], channels: int) -> np.ndarray:
     )
 
 
+def message_request(buf: np.ndarray) -> int:
+    """The request tag of a buffer made by :func:`pack_parts`."""
+    return int(np.ascontiguousarray(buf[:8], dtype=np.uint8).view(np.int64)[0])
+
+
 def unpack_parts(buf: np.ndarray, channels: int) -> list[Part]:
     """Inverse of :func:`pack_parts`."""
     buf = np.ascontiguousarray(buf, dtype=np.uint8)
     if buf.size == 0:
         return []
-    n = int(buf[:8].view(np.int64)[0])
-    header = buf[: 8 * (1 + 2 * n)].view(np.int64)
-    extents, counts = header[1::2], header[2::2]
+    n = int(buf[8:16].view(np.int64)[0])
+    header = buf[: 8 * (2 + 2 * n)].view(np.int64)
+    extents, counts = header[2::2], header[3::2]
     total = int(counts.sum())
-    pos = 8 * (1 + 2 * n)
+    pos = 8 * (2 + 2 * n)
     index = buf[pos : pos + 8 * total].view(np.int64)
     pos += 8 * total
     values = buf[pos : pos + 4 * total * channels].view(np.float32).reshape(total, channels)

@@ -57,6 +57,19 @@ class Part:
     values: np.ndarray
 
 
+@numba.njit(nogil=True, cache=True, inline="always")
+def _owned(b0, b1, b2, prm, li, lo, hi, last):  # pragma: no cover
+    lf = np.float64(li)
+    p0 = b0 + lf * prm[6]
+    p1 = b1 + lf * prm[7]
+    p2 = b2 + lf * prm[8]
+    return (
+        lo[0] <= p0 < hi[0] and p0 <= last[0]
+        and lo[1] <= p1 < hi[1] and p1 <= last[1]
+        and lo[2] <= p2 < hi[2] and p2 <= last[2]
+    )  # fmt: skip
+
+
 @numba.njit(nogil=True, cache=True)
 def _extract_kernel(block, lo, hi, last, prm, k0, k1, l0, l1, zoom, width):  # pragma: no cover
     # block: (ez+1, ey+1, ex+1, C); lo/hi: owned floor range [lo, hi) per axis (voxel indices);
@@ -105,25 +118,26 @@ def _extract_kernel(block, lo, hi, last, prm, k0, k1, l0, l1, zoom, width):  # p
                 lb = min(lb, np.ceil(t1) + 1.0)
         if empty or la > lb:
             continue
-        for li in range(int(la), int(lb) + 1):
+        # The sample is owned when lo <= p < hi and p <= last on every axis (lo, hi are
+        # integers, so this is "floor(p) in [lo, hi)"). Each p is monotonic in l, so the owned
+        # samples of the row form one interval: trim the conservative ends to it exactly.
+        first = int(la)
+        stop = int(lb) + 1
+        while first < stop and not _owned(b0, b1, b2, prm, first, lo, hi, last):
+            first += 1
+        while stop > first and not _owned(b0, b1, b2, prm, stop - 1, lo, hi, last):
+            stop -= 1
+        for li in range(first, stop):
             lf = np.float64(li)
             p0 = b0 + lf * prm[6]
             p1 = b1 + lf * prm[7]
             p2 = b2 + lf * prm[8]
-            if p0 < 0.0 or p1 < 0.0 or p2 < 0.0:
-                continue
-            if p0 > last[0] or p1 > last[1] or p2 > last[2]:
-                continue
             f0 = np.floor(p0)
             f1 = np.floor(p1)
             f2 = np.floor(p2)
             a0 = int(f0) - lo0
             a1 = int(f1) - lo1
             a2 = int(f2) - lo2
-            if a0 < 0 or a1 < 0 or a2 < 0:
-                continue
-            if a0 >= hi[0] - lo0 or a1 >= hi[1] - lo1 or a2 >= hi[2] - lo2:
-                continue
             t0 = p0 - f0
             t1 = p1 - f1
             t2 = p2 - f2

@@ -42,12 +42,14 @@ __all__ = [
     "FORMAT",
     "MANIFEST",
     "TRAILER_BYTES",
+    "VERSION",
     "ChecksumError",
     "StoreError",
     "StoreWriter",
     "VolumeMeta",
     "VolumeStore",
     "checksum",
+    "new_meta",
     "open_store",
 ]
 
@@ -55,7 +57,9 @@ __all__ = [
 MANIFEST = "volume.json"
 #: the manifest's ``format`` field
 FORMAT = "parvox-volume"
+#: the manifest's ``version`` field
 VERSION = 1
+#: bytes after each slot's voxels: magic, CRC-32C, extent index
 TRAILER_BYTES = 16
 _MAGIC = b"PVXE"
 _TRAILER = struct.Struct("<4sIQ")
