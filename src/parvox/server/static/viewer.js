@@ -10,7 +10,9 @@
   let info = null, sp = [1, 1, 1], shape = [1, 1, 1];   // spacing, shape (z, y, x)
   let c0 = [0, 0, 0];          // volume centre, physical (x, y, z)
   let fitStep = 1, halfDiag = 100;
-  const st = { tilt: 0, az: 0, offset: 0, pan: [0, 0], scale: 0, size: 512, zoom: 1, format: "png" };
+  const st = { tilt: 0, az: 0, offset: 0, pan: [0, 0], scale: 0, size: 512, zoom: 1, format: "png",
+    wl: null };               // window [lo, hi] chosen by the user; null: as stored / server default
+  let wlRange = [0, 255];      // slider range of the level
   const overview = {};         // name -> {img, geom}
   let seq = 0, shownSeq = 0, dropped = 0, dirty = true, lastLatency = null, shownURL = "";
   const inflight = new Map();  // seq -> {ctl, t0}
@@ -51,7 +53,8 @@
       zoom: String(p.zoom), format: st.format,
     });
     if (st.format === "jpeg") q.set("quality", "85");
-    if (info.display_window) q.set("window", info.display_window.map((x) => x.toPrecision(6)).join(","));
+    const win = st.wl || info.display_window;
+    if (win) q.set("window", win.map((x) => x.toPrecision(6)).join(","));
     return "/api/slice?" + q.toString();
   }
 
@@ -115,6 +118,10 @@
     $("r-normal").textContent = fmt(physToVox(n).map((x, i) => x * sp[i]), 3);
     $("r-u").textContent = fmt([u[2], u[1], u[0]], 3);
     $("r-v").textContent = fmt([v[2], v[1], v[0]], 3);
+    const win = st.wl || info.display_window || wlRange;
+    $("level").value = (win[0] + win[1]) / 2; $("width").value = win[1] - win[0];
+    $("level-out").textContent = ((win[0] + win[1]) / 2).toPrecision(4);
+    $("width-out").textContent = st.wl || info.display_window ? (win[1] - win[0]).toPrecision(4) : "auto";
     $("r-step").textContent = `${pixelStep().toFixed(3)} mm · ${st.size}² · Z=${st.zoom}`;
     for (const b of document.querySelectorAll("[data-preset]")) b.classList.remove("active");
     edges(u, v);
@@ -141,7 +148,7 @@
     Object.assign(st, presets[name]); changed();
     document.querySelector(`[data-preset=${name}]`).classList.add("active");
   }
-  function reset() { Object.assign(st, { tilt: 0, az: 0, offset: 0, pan: [0, 0], scale: 0 }); changed(); }
+  function reset() { Object.assign(st, { tilt: 0, az: 0, offset: 0, pan: [0, 0], scale: 0, wl: null }); changed(); }
   const clamp = (x, lo, hi) => Math.max(lo, Math.min(hi, x));
   function move(mm) { st.offset = clamp(st.offset + mm, -halfDiag, halfDiag); changed(); }
 
@@ -154,6 +161,9 @@
     $("zoom").addEventListener("change", (e) => { st.zoom = +e.target.value; changed(); });
     $("format").addEventListener("change", (e) => { st.format = e.target.value; changed(); });
     $("pan-reset").addEventListener("click", () => { st.pan = [0, 0]; changed(); });
+    const wl = () => { const L = +$("level").value, W = +$("width").value; st.wl = [L - W / 2, L + W / 2]; changed(); };
+    $("level").addEventListener("input", wl); $("width").addEventListener("input", wl);
+    $("wl-auto").addEventListener("click", () => { st.wl = null; changed(); });
     $("reset").addEventListener("click", reset);
     $("copy").addEventListener("click", copyCommand);
     for (const b of document.querySelectorAll("[data-preset]")) b.addEventListener("click", () => preset(b.dataset.preset));
@@ -195,7 +205,7 @@
       i: () => { st.pan[1] -= 16 * s * big; changed(); }, k: () => { st.pan[1] += 16 * s * big; changed(); },
       j: () => { st.pan[0] -= 16 * s * big; changed(); }, l: () => { st.pan[0] += 16 * s * big; changed(); },
       1: () => preset("axial"), 2: () => preset("coronal"), 3: () => preset("sagittal"), 4: () => preset("oblique"),
-      c: () => { st.pan = [0, 0]; changed(); }, r: reset,
+      c: () => { st.pan = [0, 0]; changed(); }, r: reset, a: () => { st.wl = null; changed(); },
     }[k];
     if (act) { e.preventDefault(); act(); }
   }
@@ -273,6 +283,13 @@
     halfDiag = 0.5 * Math.hypot(...shape.map((n, i) => n * sp[i]));
     fitStep = maxPhys() / st.size;
     $("offset").min = (-halfDiag).toFixed(1); $("offset").max = halfDiag.toFixed(1);
+    if (info.dtype !== "uint8") {
+      const w = info.display_window || [0, 65535], span = w[1] - w[0];
+      wlRange = [w[0] - span, w[1] + span];
+    }
+    const span = wlRange[1] - wlRange[0];
+    $("level").min = wlRange[0]; $("level").max = wlRange[1]; $("level").step = span / 512;
+    $("width").min = span / 256; $("width").max = span + span / 255; $("width").step = span / 512;
     const gib = info.size_bytes / (1 << 30);
     $("volinfo").textContent = `${info.store} · ${shape.join("×")} ${info.dtype}${info.channels === 3 ? " RGB" : ""} · ` +
       `spacing ${sp.join("×")} mm · ${info.ndisks} disks · ${info.ranks} ranks · ${gib >= 0.1 ? gib.toFixed(2) + " GiB" : human(info.size_bytes)}`;
