@@ -112,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"parvox serve: error: argument -n/--nprocs: {args.nprocs} conflicts with the "
                   f"MPI job's {size} ranks", file=sys.stderr)
         return 2
-    store = VolumeStore(args.store)
+    store = VolumeStore(args.store, disks=())  # the service checks this rank's disks
     disk_map = None
     if args.config is not None:
         disk_map = load_disk_map(args.config, store.meta.ndisks, size)

@@ -90,7 +90,7 @@ def create_app(service: SliceService, max_size: int = DEFAULT_MAX_SIZE) -> Starl
                 "nextents": list(service.layout.nextents),
                 "ndisks": meta.ndisks,
                 "offsets": [meta.offset_y, meta.offset_z],
-                "size_bytes": service.store.size_on_disk(),
+                "size_bytes": meta.file_bytes * meta.ndisks,
                 "ranks": service.nranks,
                 "disk_owner": list(service.disk_map.owner),
                 "limits": {"max_size": max_size, "max_zoom": MAX_ZOOM},

@@ -163,7 +163,8 @@ class SliceService:
         self.rank = self.comm.Get_rank()
         self.nranks = self.comm.Get_size()
         self._own_store = not isinstance(store, VolumeStore)
-        self.store = store if isinstance(store, VolumeStore) else VolumeStore(store)
+        # a rank checks only the files of the disks it serves (others may be on other nodes)
+        self.store = store if isinstance(store, VolumeStore) else VolumeStore(store, disks=())
         self.meta = self.store.meta
         self.layout = self.store.layout
         if disk_map is None:
@@ -174,6 +175,7 @@ class SliceService:
                 f"{self.meta.ndisks} and {self.nranks}"
             )
         self.disk_map = disk_map
+        self.store.check_files(disk_map.disks_of(self.rank))
         self._owner = np.asarray(disk_map.owner, dtype=np.int64)
         self.batch = int(batch)
         self.max_pending = int(max_pending)
