@@ -5,6 +5,7 @@ Usage::
     python bench/serve_load.py --url http://127.0.0.1:8000          # a running server
     python bench/serve_load.py --store STORE -n 4                    # start one, then load it
     python bench/serve_load.py --quick                               # small store, 2 ranks, 5 s
+    python bench/serve_load.py --url ... --clients 1 --browse --size 512   # the seed's browsing
 
 Prints a table (requests, requests/s, latency p50/p99, MB/s, busy answers, errors) and, as the
 last line, ``errors: K`` (``errors: 0`` when every request got its slice).
@@ -33,24 +34,38 @@ def random_query(rng: np.random.Generator, shape: list[int], size: int, fmt: str
             f"&size={size},{size}&format={fmt}")
 
 
+def browse_query(k: int, shape: list[int], size: int, fmt: str) -> str:
+    """Slice ``k`` of a walk along the main diagonal, orthogonal to it (the seed's browsing
+    experiment): successive slices one voxel apart, wrapping around."""
+    shp = np.asarray(shape, dtype=np.float64) - 1
+    t = 0.25 + 0.5 * ((k * 1.0 / np.linalg.norm(shp)) % 1.0)
+    c = t * shp
+    return (f"center={c[0]:.2f},{c[1]:.2f},{c[2]:.2f}&normal={shp[0]:.1f},{shp[1]:.1f},"
+            f"{shp[2]:.1f}&size={size},{size}&format={fmt}")
+
+
 async def client(url: str, shape: list[int], size: int, fmt: str, seed: int, until: float,
-                 out: list[tuple[float, int, int]]) -> None:
+                 out: list[tuple[float, int, int]], browse: bool = False) -> None:
     rng = np.random.default_rng(seed)
+    k = seed * 1000
     async with httpx.AsyncClient(base_url=url, timeout=120) as http:
         while time.perf_counter() < until:
             t0 = time.perf_counter()
+            k += 1
+            q = browse_query(k, shape, size, fmt) if browse else random_query(rng, shape, size, fmt)
             try:
-                r = await http.get("/api/slice?" + random_query(rng, shape, size, fmt))
+                r = await http.get("/api/slice?" + q)
                 out.append((time.perf_counter() - t0, r.status_code, len(r.content)))
             except httpx.HTTPError:
                 out.append((time.perf_counter() - t0, -1, 0))
 
 
-async def load(url: str, clients: int, seconds: float, size: int, fmt: str) -> list:
+async def load(url: str, clients: int, seconds: float, size: int, fmt: str,
+               browse: bool = False) -> list:
     info = httpx.get(url + "/api/info", timeout=60).json()
     out: list[tuple[float, int, int]] = []
     until = time.perf_counter() + seconds
-    tasks = [client(url, info["shape"], size, fmt, k, until, out) for k in range(clients)]
+    tasks = [client(url, info["shape"], size, fmt, k, until, out, browse) for k in range(clients)]
 
     async def progress() -> None:
         from tqdm import tqdm
@@ -81,6 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--size", type=int, default=256, help="slice side in pixels")
     ap.add_argument("--format", default="png", choices=["png", "jpeg", "npy"])
+    ap.add_argument("--browse", action="store_true",
+                    help="each client steps along the main diagonal (warm cache) instead of "
+                         "random oblique planes")
     ap.add_argument("--quick", action="store_true", help="small store, 5 s")
     args = ap.parse_args(argv)
     server = None
@@ -97,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
         args.url = server.url
     try:
         t0 = time.perf_counter()
-        out = asyncio.run(load(args.url, args.clients, args.seconds, args.size, args.format))
+        out = asyncio.run(load(args.url, args.clients, args.seconds, args.size, args.format,
+                               args.browse))
         wall = time.perf_counter() - t0
         stats = httpx.get(args.url + "/api/stats", timeout=30).json()
     finally:
@@ -110,7 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     busy = int((codes == 503).sum())
     errors = int((~ok).sum())
     print(f"server {args.url}  ranks {len(stats['ranks'])}  clients {args.clients}  "
-          f"{args.size}x{args.size} {args.format}  {wall:.1f} s")
+          f"{args.size}x{args.size} {args.format}  {'browse' if args.browse else 'random'}  "
+          f"{wall:.1f} s")
     print(f"{'requests':>10} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'MB/s':>8} "
           f"{'busy':>6} {'errors':>7} {'hit rate':>9}")
     p50, p99 = (np.percentile(lat[ok], [50, 99]) if ok.any() else (float("nan"),) * 2)
