@@ -10,11 +10,13 @@
   let info = null, sp = [1, 1, 1], shape = [1, 1, 1];   // spacing, shape (z, y, x)
   let c0 = [0, 0, 0];          // volume centre, physical (x, y, z)
   let fitStep = 1, halfDiag = 100;
-  const st = { tilt: 0, az: 0, offset: 0, pan: [0, 0], scale: 0, size: 512, zoom: 1, format: "png",
+  const st = { tilt: 0, az: 0, offset: 0, pan: [0, 0], scale: 0, size: 512, zoom: 1, format: "auto",
     wl: null };               // window [lo, hi] chosen by the user; null: as stored / server default
   let wlRange = [0, 255];      // slider range of the level
   const overview = {};         // name -> {img, geom}
   let seq = 0, shownSeq = 0, dropped = 0, dirty = true, lastLatency = null, shownURL = "";
+  const SETTLE_MS = 250;       // "auto": JPEG while the plane moves, lossless PNG once it rests
+  let needFinal = true, settleAt = 0;
   const inflight = new Map();  // seq -> {ctl, t0}
 
   // ---- geometry ---------------------------------------------------------------------------
@@ -45,14 +47,17 @@
       size: [st.size, st.size], step, zoom: st.zoom,
     };
   }
-  function sliceURL() {
+  // the format of a request: "auto" streams JPEG while moving and asks for PNG when still
+  const movingFormat = () => (st.format === "auto" ? "jpeg" : st.format);
+  const finalFormat = () => (st.format === "auto" ? "png" : st.format);
+  function sliceURL(format = finalFormat()) {
     const p = sliceParams();
     const q = new URLSearchParams({
       center: fmt(p.center, 4).replace(/ /g, ""), u: fmt(p.u, 6).replace(/ /g, ""),
       v: fmt(p.v, 6).replace(/ /g, ""), size: p.size.join(","), step: p.step.toPrecision(6),
-      zoom: String(p.zoom), format: st.format,
+      zoom: String(p.zoom), format,
     });
-    if (st.format === "jpeg") q.set("quality", "85");
+    if (format === "jpeg") q.set("quality", "90");
     const win = st.wl || info.display_window;
     if (win) q.set("window", win.map((x) => x.toPrecision(6)).join(","));
     return "/api/slice?" + q.toString();
@@ -67,12 +72,15 @@
           inflight.get(oldest).ctl.abort(); inflight.delete(oldest); dropped++;
         }
       }
-      if (inflight.size < MAX_INFLIGHT) { dirty = false; fire(); }
+      if (inflight.size < MAX_INFLIGHT) { dirty = false; fire(movingFormat()); }
+    } else if (info && needFinal && inflight.size === 0 && performance.now() >= settleAt) {
+      needFinal = false;
+      if (shownURL !== sliceURL()) fire(finalFormat());
     }
     requestAnimationFrame(pump);
   }
-  function fire() {
-    const id = ++seq, ctl = new AbortController(), t0 = performance.now(), url = sliceURL();
+  function fire(format) {
+    const id = ++seq, ctl = new AbortController(), t0 = performance.now(), url = sliceURL(format);
     inflight.set(id, { ctl, t0 });
     fetch(url, { signal: ctl.signal, cache: "no-store" })
       .then(async (r) => {
@@ -95,7 +103,7 @@
         img.dataset.seq = String(id);
         if (old.startsWith("blob:")) setTimeout(() => URL.revokeObjectURL(old), 2000);
         $("error").hidden = true;
-        $("hud-lat").textContent = `${lastLatency.toFixed(0)} ms · ${(blob.size / 1024).toFixed(0)} KiB`;
+        $("hud-lat").textContent = `${lastLatency.toFixed(0)} ms · ${(blob.size / 1024).toFixed(0)} KiB · ${format.toUpperCase()}`;
       })
       .catch((e) => {
         if (e.name === "AbortError") return;
@@ -105,7 +113,10 @@
   }
 
   // ---- UI state <-> controls ----------------------------------------------------------------
-  function changed() { dirty = true; syncControls(); drawOverviews(); }
+  function changed() {
+    dirty = true; needFinal = true; settleAt = performance.now() + SETTLE_MS;
+    syncControls(); drawOverviews();
+  }
   function syncControls() {
     $("tilt").value = st.tilt; $("tilt-out").textContent = `${st.tilt.toFixed(1)}°`;
     $("az").value = st.az; $("az-out").textContent = `${st.az.toFixed(1)}°`;
@@ -309,7 +320,8 @@
   window.parvoxViewer = {
     state: st, changed, sliceURL,
     get shownSeq() { return shownSeq; }, get shownURL() { return shownURL; },
-    get idle() { return !dirty && inflight.size === 0; }, get dropped() { return dropped; },
+    get idle() { return !dirty && !needFinal && inflight.size === 0; },
+    get dropped() { return dropped; },
   };
   start().catch((e) => { $("error").textContent = `cannot load /api/info: ${e.message}`; $("error").hidden = false; });
 })();
