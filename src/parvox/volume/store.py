@@ -23,6 +23,7 @@ Examples
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import struct
@@ -172,39 +173,39 @@ class VolumeMeta:
         if self.checksum != "crc32c":
             raise ValueError(f"checksum must be 'crc32c', got {self.checksum!r}")
 
-    @property
+    @functools.cached_property
     def layout(self) -> Layout:
         """The striping layout."""
         return Layout(
             self.shape, self.extent, self.ndisks, self.offset_y, self.offset_z, self.overlap
         )
 
-    @property
+    @functools.cached_property
     def voxel_shape(self) -> tuple[int, ...]:
         """Shape of one voxel's value: ``()`` or ``(3,)``."""
         return () if self.channels == 1 else (self.channels,)
 
-    @property
+    @functools.cached_property
     def array_shape(self) -> tuple[int, ...]:
         """Shape of the whole volume as an array (channels last)."""
         return self.shape + self.voxel_shape
 
-    @property
+    @functools.cached_property
     def slot_array_shape(self) -> tuple[int, ...]:
         """Shape of one extent as read (overlap included, channels last)."""
         return self.layout.slot_shape + self.voxel_shape
 
-    @property
+    @functools.cached_property
     def data_bytes(self) -> int:
         """Voxel bytes of one slot."""
         return int(np.prod(self.slot_array_shape)) * np.dtype(self.dtype).itemsize
 
-    @property
+    @functools.cached_property
     def slot_bytes(self) -> int:
         """Bytes of one slot: voxels plus the 16-byte trailer."""
         return self.data_bytes + TRAILER_BYTES
 
-    @property
+    @functools.cached_property
     def file_bytes(self) -> int:
         """Size of each disk file."""
         return self.slot_bytes * self.layout.slots_per_disk
