@@ -28,9 +28,11 @@ __all__ = ["SUBCOMMANDS", "UsageError", "main"]
 
 #: subcommand name -> module under parvox.cli
 SUBCOMMANDS: dict[str, str] = {
+    "composite": "parvox.cli.composite",
     "demo": "parvox.cli.demo",
     "filter": "parvox.cli.filter",
     "label": "parvox.cli.label",
+    "trace": "parvox.cli.trace",
     "ingest": "parvox.cli.ingest",
     "info": "parvox.cli.info",
     "verify": "parvox.cli.verify",
