@@ -15,7 +15,7 @@ from PIL import Image
 
 from parvox.server.imaging import display_pixels, encode_slice
 from parvox.slicing import Plane, finish_slice, reference_slice
-from tests.server._helpers import make_store_in_subprocess, running_server, sample_volume
+from tests.server._helpers import Server, make_store_in_subprocess, running_server, sample_volume
 
 SPACING = (1.5, 1.0, 1.0)
 
@@ -199,3 +199,26 @@ def test_stats_health_overview_and_viewer(server):
     page = _get(server, "/")
     assert page.status_code == 200 and "/static/viewer.js" in page.text
     assert _get(server, "/static/viewer.js").status_code == 200
+
+
+def test_configuration_map_option(store, tmp_path):
+    import json
+
+    cfg = tmp_path / "map.json"
+    cfg.write_text(json.dumps({"0": [], "1": [0, 1, 2, 3, 4]}))
+    with running_server(store, 2, "--config", str(cfg), logdir=tmp_path) as srv:
+        info = _get(srv, "/api/info").json()
+        assert info["disk_owner"] == [1, 1, 1, 1, 1]
+        raw = np.load(io.BytesIO(_get(srv, f"/api/slice?{QUERIES[1]}&format=npy").content))
+        np.testing.assert_allclose(raw, reference_slice(sample_volume(), _plane(QUERIES[1])),
+                                   rtol=1e-5, atol=1e-3)
+        ranks = _get(srv, "/api/stats").json()["ranks"]
+        assert ranks[0]["tokens"] == 0  # rank 0 serves no disk: it only splits and merges
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"0": [0], "1": [1]}))  # disks 2-4 unserved
+    srv = Server(store, 2, "--config", str(bad), logdir=tmp_path)
+    try:
+        assert srv.proc.wait(timeout=120) != 0
+        assert "disk" in srv.output()
+    finally:
+        srv.stop()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import socket
 import sys
 
 from parvox.cli import UsageError
@@ -63,9 +64,8 @@ def validate(args: argparse.Namespace) -> None:
 
 def launch(args: argparse.Namespace, argv: list[str]) -> int:
     """Run ``python -m parvox.server ARGV`` under ``mpiexec -n N``; its exit code."""
-    import subprocess
-
     from parvox.comm import find_mpiexec
+    from parvox.server.launcher import run_job
 
     mpiexec = find_mpiexec()
     cmd = [mpiexec]
@@ -74,12 +74,7 @@ def launch(args: argparse.Namespace, argv: list[str]) -> int:
     ):
         cmd.append("-disable-auto-cleanup")  # let the watchdog name a dead rank
     cmd += ["-n", str(args.nprocs), sys.executable, "-m", "parvox.server", *argv]
-    proc = subprocess.Popen(cmd)
-    while True:
-        try:
-            return proc.wait()
-        except KeyboardInterrupt:  # mpiexec forwards it; rank 0 shuts the job down
-            continue
+    return run_job(cmd)
 
 
 def _argv(args: argparse.Namespace) -> list[str]:
@@ -103,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
     from parvox.dataflow import DataflowError
     from parvox.server.app import serve_http
     from parvox.server.engine import SliceService
+    from parvox.server.launcher import write_ranks_file
     from parvox.volume import VolumeStore, load_disk_map
 
     comm = MPI.COMM_WORLD
@@ -122,8 +118,10 @@ def run(args: argparse.Namespace) -> int:
         store, comm, disk_map, cache_bytes=int(args.cache_mb * (1 << 20)), window=args.window,
         batch=args.batch, max_pending=args.max_pending,
     )
+    ranks = comm.gather((os.getpid(), socket.gethostname()), root=0)
     try:
         if rank == 0:
+            write_ranks_file(ranks)
             service.start(dead_after=args.dead_after)
             try:
                 service.overview()  # warms the kernels on every rank and caches the overview

@@ -452,7 +452,12 @@ class SliceService:
         on_dead = on_dead or _abort_job
 
         def watch() -> None:
-            while not self._monitor_stop.wait(interval / 2):
+            # local processes are checked every 50 ms: a rank that died must be named before
+            # the next message to it (which MPICH may answer by killing the whole job)
+            while not self._monitor_stop.wait(0.05):
+                for r in range(self.nranks):
+                    if r != self.rank and r not in self.flow.dead and not self._rank_alive(r):
+                        self.flow.dead.add(r)
                 silent = self.flow.silent_ranks(dead_after)
                 if silent:
                     r, s = max(silent.items(), key=lambda kv: kv[1])
