@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     from parvox.dataflow import DataflowError
     from parvox.server.app import serve_http
     from parvox.server.engine import SliceService
-    from parvox.server.launcher import write_ranks_file
+    from parvox.server.launcher import release_ranks_file, write_ranks_file
     from parvox.volume import VolumeStore, load_disk_map
 
     comm = MPI.COMM_WORLD
@@ -137,11 +137,13 @@ def run(args: argparse.Namespace) -> int:
             )
             serve_http(service, args.host, args.port, args.max_size)
             print("parvox serve: stopping", file=sys.stderr, flush=True)
+            release_ranks_file()
             service.flow.stop_all()
         else:
             service.flow.serve_forever()
     except BaseException:
         if rank == 0:
+            release_ranks_file()
             service.flow.stop_all()  # release the other ranks, then fail loudly
         raise
     finally:

@@ -498,4 +498,7 @@ def _abort_job(rank: int, silence: float, pid: int | None) -> None:
     sys.stderr.flush()
     from mpi4py import MPI
 
+    from parvox.server.launcher import release_ranks_file
+
+    release_ranks_file()  # the rank is named; the launcher need not report the aborted ones
     MPI.COMM_WORLD.Abort(3)

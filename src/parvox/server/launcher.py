@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-__all__ = ["RANKS_FILE_ENV", "run_job", "watch_ranks", "write_ranks_file"]
+__all__ = ["RANKS_FILE_ENV", "release_ranks_file", "run_job", "watch_ranks", "write_ranks_file"]
 
 #: environment variable naming the file where rank 0 writes ``{rank: [pid, host]}``
 RANKS_FILE_ENV = "PARVOX_SERVE_RANKS_FILE"
@@ -44,10 +44,19 @@ def write_ranks_file(ranks: Sequence[tuple[int, str]]) -> None:
     os.replace(tmp, path)
 
 
+def release_ranks_file() -> None:
+    """On rank 0: remove the ranks file before the ranks exit on purpose (a clean stop, or an
+    abort that already named the rank), so the launcher does not report them as deaths."""
+    path = os.environ.get(RANKS_FILE_ENV)
+    if path:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+
+
 def watch_ranks(ranks: dict[int, tuple[int, str]], running: Callable[[], bool]) -> int | None:
     """Block until a local rank's process exits while ``running()``; return that rank.
 
-    Returns ``None`` when the job ends first or pidfds are unavailable.
+    Returns ``None`` when ``running()`` turns false first or pidfds are unavailable.
     """
     host = socket.gethostname()
     fds: dict[int, int] = {}
@@ -88,7 +97,7 @@ def run_job(cmd: list[str]) -> int:
                 ranks = {int(r): (int(v[0]), str(v[1])) for r, v in json.load(fh).items()}
         except (OSError, ValueError):
             return
-        rank = watch_ranks(ranks, lambda: proc.poll() is None)
+        rank = watch_ranks(ranks, lambda: proc.poll() is None and os.path.exists(path))
         if rank is not None:
             died.append(rank)
             sys.stderr.write(
