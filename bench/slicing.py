@@ -185,7 +185,8 @@ def worker(args: argparse.Namespace) -> None:
     rank = comm.Get_rank()
     shape = tuple(args.shape)
     out = []
-    with SliceEngine(args.store, threads=args.threads) as eng:
+    with SliceEngine(args.store, threads=args.threads,
+                     compute_threads=args.compute_threads) as eng:
         files = [eng.store.file_path(d) for d in eng.disks]
         slot = eng.store.meta.slot_bytes
         for zoom in (1, 2):  # load the compiled kernels and start the threads, untimed
@@ -229,13 +230,14 @@ def worker(args: argparse.Namespace) -> None:
 
 
 def run_parvox(store: Path, shape, nslices: int, ranks: int, threads: int, cache_mib: int,
-               workdir: Path) -> list:
+               workdir: Path, compute_threads: int = 1) -> list:
     from parvox.comm import launch_command
 
     result = workdir / f"parvox-{ranks}.json"
     argv = [str(Path(__file__).resolve()), "--worker", "--store", str(store), "--shape",
             *map(str, shape), "--nslices", str(nslices), "--threads", str(threads),
-            "--cache-mib", str(cache_mib), "--result", str(result)]
+            "--cache-mib", str(cache_mib), "--result", str(result),
+            "--compute-threads", str(compute_threads)]
     print(f"parvox at {ranks} rank(s) ...")
     subprocess.run(launch_command(ranks, argv), check=True)
     return json.loads(result.read_text())
@@ -295,6 +297,8 @@ def main() -> None:
     ap.add_argument("--ranks", default="1,2")
     ap.add_argument("--threads", type=int, default=16, help="I/O threads per rank")
     ap.add_argument("--cache-mib", type=int, default=256)
+    ap.add_argument("--compute-threads", type=int, default=1,
+                    help="extraction threads per rank")
     ap.add_argument("--nslices", type=int, default=None)
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--store", help=argparse.SUPPRESS)
@@ -317,7 +321,8 @@ def main() -> None:
     raw = raw_bandwidth(files, limit=1 << 30)
     results: list = []
     for r in (int(x) for x in args.ranks.split(",")):
-        results += run_parvox(store, shape, nslices, r, args.threads, args.cache_mib, workdir)
+        results += run_parvox(store, shape, nslices, r, args.threads, args.cache_mib, workdir,
+                              args.compute_threads)
     run_peer(zpath, shape, 2 if args.quick else 3, results, store)
     load = os.getloadavg()[0]
     machine = (f"{platform.machine()}, {os.cpu_count()} cores, load {load:.1f}, "

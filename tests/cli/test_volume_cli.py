@@ -100,6 +100,9 @@ def test_verify_names_bad_extents(tmp_path, capsys):
     args = ["slice", store, "--center", "1,2,3", "--u", "0,0,1", "--v", "0,1,0", "--size",
             "3,3", "--map", cfg, "-o", tmp_path / "m.npy"]
     assert _run(args, capsys)[0] == 0
+    cfg.write_text("[ranks]\n0 = [0]\n")  # disk 1 unserved: a usage error, not a failed job
+    assert "serves no rank for disks [1]" in _usage_error(args, capsys)
+    assert "--map" in _usage_error(["verify", store, "--map", tmp_path / "none.toml"], capsys)
 
 
 def test_rgb_phantom_store_and_png(tmp_path, capsys):

@@ -71,6 +71,21 @@ def test_random_planes_match_map_coordinates(tmp_path, kind, extent):
             _check(got, ref, vol.dtype)
 
 
+def test_compute_threads_give_the_same_slice(tmp_path):
+    from mpi4py import MPI
+
+    vol = _volume("rgb")
+    path = ingest_array(vol, tmp_path / "s", ndisks=2, extent=(5, 7, 6), progress=False)
+    rng = np.random.default_rng(3)
+    with SliceEngine(path, comm=MPI.COMM_SELF) as one, SliceEngine(
+        path, comm=MPI.COMM_SELF, compute_threads=3
+    ) as three:
+        for plane in _planes(rng, (1.0, 1.0, 1.0), 6):
+            assert np.array_equal(one.extract(plane, raw=True), three.extract(plane, raw=True))
+    with pytest.raises(ValueError, match="compute_threads"):
+        SliceEngine(path, comm=MPI.COMM_SELF, compute_threads=0)
+
+
 def test_plane_outside_gives_zeros_and_part_roundtrip(tmp_path):
     from mpi4py import MPI
 

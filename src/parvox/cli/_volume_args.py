@@ -41,3 +41,39 @@ def float_triple(text: str, flag: str, positive: bool = False) -> tuple[float, f
 def int_list(text: str, flag: str, count: int | None = None) -> list[int]:
     """Parse comma-separated integers."""
     return _numbers(text, flag, count, int)
+
+
+def job_ranks(args: object) -> int:
+    """The rank count the command will run at: ``-n``, the MPI job's size, or 1."""
+    from parvox import comm
+
+    nprocs = getattr(args, "nprocs", None)
+    if nprocs is not None:
+        return int(nprocs)
+    return comm.size() if comm.in_mpi_job() else 1
+
+
+def store_disks(store: str) -> int:
+    """The number of disks a store's manifest declares (``UsageError`` when unreadable)."""
+    import json
+    import os
+
+    try:
+        with open(os.path.join(store, "volume.json"), encoding="utf-8") as fh:
+            return int(json.load(fh)["ndisks"])
+    except (OSError, ValueError, KeyError, TypeError):
+        raise UsageError("STORE", f"{store} is not a parvox volume store") from None
+
+
+def check_disk_map(path: str | None, ndisks: int, args: object) -> None:
+    """Parse ``--map`` now, so a bad map is a usage error and not a failed job."""
+    if path is None:
+        return
+    from parvox.volume import load_disk_map
+
+    try:
+        load_disk_map(path, ndisks, job_ranks(args))
+    except OSError as exc:
+        raise UsageError("--map", f"cannot read {path}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise UsageError("--map", str(exc)) from None

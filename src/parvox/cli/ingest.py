@@ -6,7 +6,7 @@ import argparse
 import os
 
 from parvox.cli import UsageError
-from parvox.cli._volume_args import float_triple, int_list, int_triple
+from parvox.cli._volume_args import check_disk_map, float_triple, int_list, int_triple
 
 HELP = "write a volume (.npy, TIFF file or folder, NIfTI, Zarr) into a striped extent store"
 
@@ -46,8 +46,7 @@ def validate(args: argparse.Namespace) -> None:
         raise UsageError("SRC", f"{args.source} does not exist")
     if os.path.exists(args.store) and not args.overwrite:
         raise UsageError("STORE", f"{args.store} exists (use --overwrite to replace it)")
-    if args.map is not None and not os.path.isfile(args.map):
-        raise UsageError("--map", f"{args.map} is not a file")
+    check_disk_map(args.map, args.disks, args)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -8,7 +8,7 @@ import os
 import numpy as np
 
 from parvox.cli import UsageError
-from parvox.cli._volume_args import float_triple, int_list
+from parvox.cli._volume_args import check_disk_map, float_triple, int_list, store_disks
 
 HELP = "extract an oblique slice (center + u/v or normal/up) from a store to .png or .npy"
 
@@ -60,6 +60,8 @@ def validate(args: argparse.Namespace) -> None:
         raise UsageError("--step", f"must be a positive number of mm, got {args.step}")
     if not args.output.lower().endswith((".png", ".npy")):
         raise UsageError("-o", f"output must end in .png or .npy, got {args.output!r}")
+    if args.map is not None:
+        check_disk_map(args.map, store_disks(args.store), args)
 
 
 def to_png_array(img: np.ndarray) -> np.ndarray:

@@ -7,6 +7,7 @@ import os
 import sys
 
 from parvox.cli import UsageError
+from parvox.cli._volume_args import check_disk_map, store_disks
 
 HELP = "verify every extent checksum of a store; exit 1 naming each bad extent"
 
@@ -22,6 +23,8 @@ def validate(args: argparse.Namespace) -> None:
     """The store must be a directory."""
     if not os.path.isdir(args.store):
         raise UsageError("STORE", f"{args.store} is not a directory")
+    if args.map is not None:
+        check_disk_map(args.map, store_disks(args.store), args)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -22,6 +22,7 @@ True
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import dataclasses
 import os
 import time
@@ -65,12 +66,14 @@ def extract_parts(
     keys: Iterable[tuple[int, int, int]],
     layout: Layout,
     ranges: np.ndarray | None = None,
+    pool: cf.Executor | None = None,
 ) -> list[Part]:
     """Read ``keys`` through ``reader`` and extract each extent's part as soon as it is read.
 
     ``ranges`` (``(4, n)``, from ``extents_on_disks(..., return_ranges=True)``) saves
-    recomputing the sample ranges. Empty parts (the plane grazes an extent between samples)
-    are dropped.
+    recomputing the sample ranges. With ``pool`` (the seed's several ComputeServer threads
+    per process) the kernels, which release the GIL, run in its threads. Empty parts (the
+    plane grazes an extent between samples) are dropped.
     """
     keys = [tuple(int(k) for k in key) for key in keys]
     if not keys:
@@ -78,6 +81,12 @@ def extract_parts(
     rng = grid_ranges(plane, layout, np.asarray(keys)) if ranges is None else ranges
     ranges = dict(zip(keys, map(tuple, rng.T.tolist()), strict=True))
     params = plane.kernel_params()
+    if pool is not None:
+        futures = [
+            pool.submit(extract_part, block, key, layout, plane, ranges[key], params)
+            for key, block in reader.read_many(keys)
+        ]
+        return [p for p in (f.result() for f in futures) if p.index.size]
     parts = []
     for key, block in reader.read_many(keys):
         part = extract_part(block, key, layout, plane, ranges[key], params)
@@ -178,6 +187,9 @@ class SliceEngine:
         Which rank serves which disks; round-robin by default.
     cache_bytes, threads, verify, evict
         Passed to :class:`parvox.volume.ExtentReader`.
+    compute_threads : int
+        Threads running the extraction kernels (1: in the calling thread). More than one
+        helps when a rank has several cores to itself.
     """
 
     def __init__(
@@ -189,6 +201,7 @@ class SliceEngine:
         threads: int = 4,
         verify: bool = True,
         evict: bool = False,
+        compute_threads: int = 1,
     ) -> None:
         self._own_store = not isinstance(store, VolumeStore)
         # a rank checks only the files of its own disks (the others may be on other nodes)
@@ -209,6 +222,12 @@ class SliceEngine:
         self.layout = self.store.layout
         self.channels = meta.channels
         self.reader = ExtentReader(self.store, cache_bytes, threads, verify, evict)
+        if compute_threads < 1:
+            raise ValueError(f"compute_threads must be >= 1, got {compute_threads}")
+        self._pool = (
+            cf.ThreadPoolExecutor(compute_threads, thread_name_prefix="parvox-extract")
+            if compute_threads > 1 else None
+        )  # fmt: skip
         self.stats = SliceStats()
 
     def __enter__(self) -> SliceEngine:
@@ -220,6 +239,8 @@ class SliceEngine:
     def close(self) -> None:
         """Stop the reader threads (and close the store when the engine opened it)."""
         self.reader.close()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
         if self._own_store:
             self.store.close()
 
@@ -238,7 +259,7 @@ class SliceEngine:
         """Read this rank's extents and extract their parts (I/O overlapping extraction)."""
         t0 = time.perf_counter()
         keys, rng = extents_on_disks(plane, self.layout, self.disks, return_ranges=True)
-        parts = extract_parts(plane, self.reader, keys.tolist(), self.layout, rng)
+        parts = extract_parts(plane, self.reader, keys.tolist(), self.layout, rng, self._pool)
         self.stats = SliceStats(len(keys), len(parts), 0, time.perf_counter() - t0)
         return parts
 

@@ -252,14 +252,15 @@ def merge_parts(parts: list[Part], plane: Plane, channels: int = 1) -> np.ndarra
         ``(H, W)`` or ``(H, W, channels)``: the unrounded slice.
     """
     h, w = plane.size
-    parts = sorted((p for p in parts if p.index.size), key=lambda p: p.extent)
     out = np.zeros((h * w, channels), dtype=np.float32)
-    if parts:
-        index = np.concatenate([p.index for p in parts])
-        values = np.concatenate([p.values for p in parts])
-        if plane.zoom == 1:
-            out[index] = values
-        else:
+    if plane.zoom == 1:  # disjoint: place each part, in any order
+        for part in parts:
+            out[part.index] = part.values
+    else:
+        parts = sorted((p for p in parts if p.index.size), key=lambda p: p.extent)
+        if parts:
+            index = np.concatenate([p.index for p in parts])
+            values = np.concatenate([p.values for p in parts])
             scale = 1.0 / (plane.zoom * plane.zoom)
             for c in range(channels):
                 sums = np.bincount(index, weights=values[:, c], minlength=h * w)
