@@ -188,3 +188,27 @@ def test_tiny_array_leaves_some_ranks_without_blocks():
     np.testing.assert_array_equal(d.allgather(), a)
     out = d.gather()
     assert MPI.COMM_WORLD.Get_rank() != 0 or np.array_equal(out, a)
+
+
+@mpi_test(timeout=120)
+def test_collection_and_reductions_run_on_every_collectives_algorithm():
+    from mpi4py import MPI
+
+    from parvox import collectives
+    from parvox.distarray import DistArray, broadcast
+
+    comm = MPI.COMM_WORLD
+    rank = comm.Get_rank()
+    a = _data((29, 17), np.float64, seed=11)
+    try:
+        for algorithm in ("linear", "binomial", "native", "auto"):
+            collectives.configure(comm, algorithm=algorithm)
+            d = DistArray.scatter(a if rank == 0 else None, nblocks=5)
+            np.testing.assert_array_equal(d.allgather(), a)
+            g = d.gather(root=comm.Get_size() - 1)
+            assert g is None or np.array_equal(g, a)
+            assert d.sum() == pytest.approx(a.sum(), rel=1e-12)
+            assert d.max(root=0) == (a.max() if rank == 0 else None)
+            np.testing.assert_array_equal(broadcast(a if rank == 0 else None), a)
+    finally:
+        collectives.configure(comm, algorithm="auto")

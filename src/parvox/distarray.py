@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from parvox import collectives
 from parvox.comm import get_comm, private_comm
 from parvox.decomposition import Assignment, BlockGrid, parse_halo
 from parvox.reductions import identity, mean_var, minmax, reduce_array
@@ -234,10 +235,9 @@ class DistArray:
     def scatter(cls, array: np.ndarray | None, root: int = 0, **layout: Any) -> DistArray:
         """Distribute ``array`` held by ``root`` (seed R2A P); other ranks pass ``None``.
 
-        One ``Scatterv`` moves every rank's blocks; shape and dtype come from root.
+        One scatterv (:mod:`parvox.collectives`) moves every rank's blocks; shape and dtype
+        come from root.
         """
-        from mpi4py import MPI
-
         c = get_comm(layout.get("comm"))
         is_root = c.Get_rank() == root
         header = None
@@ -248,19 +248,17 @@ class DistArray:
             header = (array.shape, array.dtype.str)
         shape, dtype = c.bcast(header, root=root)
         out = cls.empty(shape, dtype, **layout)
-        pc = private_comm(out.comm)
-        sendspec = None
+        send = None
         if is_root:
-            counts, pieces = [], []
-            for r in range(c.Get_size()):
-                mine = [_as_bytes(array[out.grid.bounds(g)]) for g in out.assignment.local_gids(r)]
-                counts.append(sum(p.size for p in mine))
-                pieces.extend(mine)
+            pieces = [
+                _as_bytes(array[out.grid.bounds(g)])
+                for r in range(c.Get_size())
+                for g in out.assignment.local_gids(r)
+            ]
             send = np.concatenate(pieces) if pieces else np.empty(0, np.uint8)
-            displs = np.concatenate([[0], np.cumsum(counts)[:-1]]).tolist()
-            sendspec = [send, (counts, displs), MPI.BYTE]
         recv = np.empty(sum(b.core.nbytes for b in out.blocks), np.uint8)
-        pc.Scatterv(sendspec, [recv, MPI.BYTE], root=root)
+        counts = out._counts()
+        collectives.scatterv(send if is_root else None, counts, recv, root=root, comm=out.comm)
         out._unpack(recv)
         return out
 
@@ -410,28 +408,16 @@ class DistArray:
 
     def gather(self, root: int = 0) -> np.ndarray | None:
         """Collect the whole array on ``root`` (seed A2R); other ranks get ``None``."""
-        from mpi4py import MPI
-
-        pc = private_comm(self.comm)
         counts = self._counts()
-        recvspec = None
-        buf = None
-        if self.comm.Get_rank() == root:
-            buf = np.empty(sum(counts), np.uint8)
-            displs = np.concatenate([[0], np.cumsum(counts)[:-1]]).tolist()
-            recvspec = [buf, (counts, displs), MPI.BYTE]
-        pc.Gatherv([self._send_bytes(), MPI.BYTE], recvspec, root=root)
+        buf = np.empty(sum(counts), np.uint8) if self.comm.Get_rank() == root else None
+        collectives.gatherv(self._send_bytes(), counts, buf, root=root, comm=self.comm)
         return None if buf is None else self._assemble(buf)
 
     def allgather(self) -> np.ndarray:
         """The whole array on every rank (seed A2A E)."""
-        from mpi4py import MPI
-
-        pc = private_comm(self.comm)
         counts = self._counts()
         buf = np.empty(sum(counts), np.uint8)
-        displs = np.concatenate([[0], np.cumsum(counts)[:-1]]).tolist()
-        pc.Allgatherv([self._send_bytes(), MPI.BYTE], [buf, (counts, displs), MPI.BYTE])
+        collectives.allgatherv(self._send_bytes(), counts, buf, comm=self.comm)
         return self._assemble(buf)
 
     def write_npy(self, path: str | os.PathLike[str]) -> None:
@@ -475,7 +461,9 @@ class DistArray:
         else:
             modes = [parse_mode(m) for m in mode]
             if len(modes) != self.ndim:
-                raise ValueError(f"mode must have {self.ndim} entries (one per axis), got {len(modes)}")
+                raise ValueError(
+                    f"mode must have {self.ndim} entries (one per axis), got {len(modes)}"
+                )
         for axis in range(self.ndim):
             if self.ghost[axis]:
                 self._exchange_axis(axis, modes[axis], cval)
@@ -649,7 +637,6 @@ def broadcast(
     >>> broadcast(np.arange(3)).tolist()
     [0, 1, 2]
     """
-    from mpi4py import MPI
 
     c = get_comm(comm)
     header = None
@@ -660,5 +647,5 @@ def broadcast(
         header = (array.shape, array.dtype.str)
     shape, dtype = c.bcast(header, root=root)
     out = array if c.Get_rank() == root else np.empty(shape, dtype)
-    private_comm(c).Bcast([_as_bytes(out), MPI.BYTE], root=root)
+    collectives.bcast(_as_bytes(out), root=root, comm=c)
     return out  # type: ignore[return-value]
