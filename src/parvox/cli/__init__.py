@@ -28,9 +28,17 @@ __all__ = ["SUBCOMMANDS", "UsageError", "main"]
 
 #: subcommand name -> module under parvox.cli
 SUBCOMMANDS: dict[str, str] = {
+    "composite": "parvox.cli.composite",
     "demo": "parvox.cli.demo",
     "filter": "parvox.cli.filter",
+    "info": "parvox.cli.info",
+    "ingest": "parvox.cli.ingest",
     "label": "parvox.cli.label",
+    "phantom": "parvox.cli.phantom",
+    "serve": "parvox.cli.serve",
+    "slice": "parvox.cli.slice",
+    "trace": "parvox.cli.trace",
+    "verify": "parvox.cli.verify",
 }
 
 

@@ -73,8 +73,13 @@ def _first_pixels(lab: np.ndarray, n: int) -> np.ndarray:
     if n == 0:
         return np.empty(0, np.int64)
     # scipy numbers labels by first appearance, so the running maximum steps through 1..n
-    first = np.searchsorted(np.maximum.accumulate(flat), np.arange(1, n + 1))
-    if first.size and first[-1] < flat.size and np.array_equal(flat[first], np.arange(1, n + 1)):
+    # by one exactly at each label's first pixel
+    cm = np.maximum.accumulate(flat)
+    step = np.empty(cm.size, bool)
+    step[0] = cm[0] > 0
+    np.not_equal(cm[1:], cm[:-1], out=step[1:])
+    first = np.flatnonzero(step)
+    if first.size == n and np.array_equal(flat[first], np.arange(1, n + 1)):
         return first.astype(np.int64)
     _, first = np.unique(flat, return_index=True)  # fallback, never expected
     return first[-n:].astype(np.int64)
@@ -159,8 +164,8 @@ def label(input: DistArray, structure: Any = None, output: Any = None) -> tuple[
     off = start
     for (lab, n), b in zip(local, glob.blocks, strict=True):
         core = b.core
-        core[...] = lab
-        np.add(core, off, out=core, where=lab > 0)
+        np.multiply(lab > 0, work(off), out=core)  # faster than a masked add
+        core += lab
         offsets_b.append(off)
         coords = np.unravel_index(_first_pixels(lab, n), lab.shape)
         gcoords = tuple(c + e[0] for c, e in zip(coords, b.extents, strict=True))

@@ -1,0 +1,334 @@
+"""Benchmark: oblique slices from a striped store (parvox) vs Zarr v3 + scipy (the peer).
+
+As in the seed's section 5: 512x512 slices orthogonal to the volume's main diagonal, stepping
+along it, zoom 1 and 2, warm and cold cache, 1 and 2 ranks. The volume is the RGB phantom
+(``parvox.volume.Phantom``), at least 2 GiB (``--quick``: about 256 MiB). The peer stores the
+same volume as a Zarr v3 array with the same chunk shape, reads the chunks of each plane's
+bounding box and resamples with ``scipy.ndimage.map_coordinates(order=1)``.
+
+Cold runs drop the files from the page cache (``posix_fadvise(DONTNEED)``) before starting and
+after every read; the raw read bandwidth of the same files (large sequential reads, cold) is
+measured in the same run. Prints a table, saves ``bench/results/slicing.{json,png}`` and ends
+with ``ratio: parvox/zarr+scipy = X`` (time per slice, warm, zoom 1, 1 rank).
+
+Usage::
+
+    python bench/slicing.py --quick
+    python bench/slicing.py            # >= 2 GiB volume, slow
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+SIZE = (512, 512)
+
+
+def volume_shape(quick: bool) -> tuple[int, int, int]:
+    """RGB phantom shapes: ~256 MiB (quick) or ~2.1 GiB, Visible-Human-like proportions."""
+    return (320, 416, 672) if quick else (640, 832, 1376)
+
+
+def planes(shape: tuple[int, int, int], nslices: int, zoom: int) -> list:
+    """Slices orthogonal to the main diagonal, centred on it from 30% to 70% of its length."""
+    from parvox.slicing import Plane
+
+    diag = np.asarray(shape, dtype=float) - 1
+    ts = np.linspace(0.3, 0.7, nslices)
+    return [Plane.from_normal(center=t * diag, normal=diag, size=SIZE, zoom=zoom) for t in ts]
+
+
+# -- data ------------------------------------------------------------------------------------
+def build(workdir: Path, shape: tuple[int, int, int], ndisks: int) -> tuple[Path, Path]:
+    """Create (once) the parvox store and the Zarr v3 array of the phantom."""
+    import zarr
+    from tqdm import tqdm
+
+    from parvox.volume import Phantom, VolumeStore, ingest
+
+    store, zpath = workdir / "store", workdir / "peer.zarr"
+    src = Phantom(shape, rgb=True)
+    try:
+        ok = VolumeStore(store).meta.shape == shape
+    except Exception:
+        ok = False
+    if not ok:
+        print(f"building the parvox store {store} ({shape} RGB, {ndisks} disks) ...")
+        ingest(src, store, ndisks=ndisks, overwrite=True, progress=True)
+    done = zpath / ".complete"
+    if not done.exists():
+        print(f"building the Zarr v3 array {zpath} (chunks 17x32x32x3, no compression) ...")
+        arr = zarr.create_array(
+            str(zpath), shape=(*shape, 3), chunks=(17, 32, 32, 3), dtype="uint8",
+            compressors=None, overwrite=True,
+        )  # fmt: skip
+        step = 17 * 4
+        for z0 in tqdm(range(0, shape[0], step), desc="zarr", leave=False):
+            z1 = min(z0 + step, shape[0])
+            arr[z0:z1] = src.read_slab(z0, z1)
+        done.touch()
+    return store, zpath
+
+
+def drop_files(paths: list[str]) -> None:
+    """Evict files from the page cache."""
+    for p in paths:
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def raw_bandwidth(files: list[str], limit: int) -> float:
+    """Cold sequential read bandwidth (MB/s) of ``files``, up to ``limit`` bytes."""
+    drop_files(files)
+    buf = bytearray(8 << 20)
+    total = 0
+    t0 = time.perf_counter()
+    for f in files:
+        fd = os.open(f, os.O_RDONLY)
+        try:
+            off = 0
+            while total < limit:
+                n = os.preadv(fd, [buf], off)
+                if n <= 0:
+                    break
+                off += n
+                total += n
+        finally:
+            os.close(fd)
+        if total >= limit:
+            break
+    return total / (time.perf_counter() - t0) / 1e6
+
+
+# -- peer ------------------------------------------------------------------------------------
+def peer_slice(arr, plane) -> np.ndarray:
+    """Read the chunks of the plane's bounding box from Zarr, resample with scipy."""
+    from scipy.ndimage import map_coordinates
+
+    coords = plane.sample_grid()
+    shape = np.asarray(arr.shape[:3])
+    lo = np.clip(np.floor(coords.reshape(3, -1).min(axis=1)), 0, shape - 1).astype(int)
+    hi = np.clip(np.ceil(coords.reshape(3, -1).max(axis=1)) + 1, 1, shape).astype(int)
+    box = arr[lo[0] : hi[0], lo[1] : hi[1], lo[2] : hi[2]]
+    local = coords - lo[:, None, None]
+    h, w = plane.size
+    z = plane.zoom
+    out = np.empty((h, w, 3), dtype=np.float64)
+    for c in range(3):
+        s = map_coordinates(box[..., c], local, order=1, mode="constant", cval=0.0,
+                            output=np.float64)
+        out[..., c] = s.reshape(h, z, w, z).mean(axis=(1, 3))
+    return np.clip(np.rint(out), 0, 255).astype(np.uint8)
+
+
+def run_peer(zpath: Path, shape, nslices: int, results: list, check_store: Path) -> None:
+    import zarr
+    from tqdm import tqdm
+
+    from parvox.slicing import SliceEngine
+
+    arr = zarr.open_array(str(zpath), mode="r")
+    files = [str(p) for p in zpath.rglob("*") if p.is_file()]
+    nbytes = sum(os.path.getsize(f) for f in files)
+    for zoom in (1, 2):
+        ps = planes(shape, nslices, zoom)
+        # correctness: the peer and parvox agree (off by at most 1 from rounding)
+        from mpi4py import MPI
+
+        with SliceEngine(check_store, comm=MPI.COMM_SELF) as eng:
+            a, b = peer_slice(arr, ps[0]), eng.extract(ps[0])
+        diff = int(np.abs(a.astype(int) - b.astype(int)).max())
+        for cache in ("cold", "warm"):
+            if cache == "cold":
+                drop_files(files)
+            else:
+                peer_slice(arr, ps[0])  # warm the page cache with one pass
+                for p in ps[1:]:
+                    peer_slice(arr, p)
+            t0 = time.perf_counter()
+            read = 0
+            for p in tqdm(ps, desc=f"zarr+scipy zoom {zoom} {cache}", leave=False):
+                if cache == "cold":
+                    drop_files(files)
+                coords = p.sample_grid().reshape(3, -1)
+                lo = np.clip(np.floor(coords.min(axis=1)), 0, np.asarray(shape) - 1)
+                hi = np.clip(np.ceil(coords.max(axis=1)) + 1, 1, shape)
+                read += int(np.prod(hi - lo)) * 3
+                peer_slice(arr, p)
+            dt = (time.perf_counter() - t0) / len(ps)
+            results.append({
+                "system": "zarr+scipy", "ranks": 1, "zoom": zoom, "cache": cache,
+                "s_per_slice": dt, "slices_per_s": 1 / dt, "extents_per_slice": None,
+                "MB_per_s": read / len(ps) / dt / 1e6, "max_diff_vs_parvox": diff,
+                "store_bytes": nbytes,
+            })  # fmt: skip
+
+
+# -- parvox (runs under mpiexec) -------------------------------------------------------------
+def worker(args: argparse.Namespace) -> None:
+    from mpi4py import MPI
+
+    from parvox.slicing import SliceEngine
+
+    comm = MPI.COMM_WORLD
+    rank = comm.Get_rank()
+    shape = tuple(args.shape)
+    out = []
+    with SliceEngine(args.store, threads=args.threads,
+                     compute_threads=args.compute_threads) as eng:
+        files = [eng.store.file_path(d) for d in eng.disks]
+        slot = eng.store.meta.slot_bytes
+        for zoom in (1, 2):  # load the compiled kernels and start the threads, untimed
+            eng.extract(planes(shape, 1, zoom)[0])
+        for zoom in (1, 2):
+            ps = planes(shape, args.nslices, zoom)
+            for cache in ("cold", "warm"):
+                reader = eng.reader
+                reader.clear()
+                reader.evict = cache == "cold"
+                reader.cache_bytes = 0 if cache == "cold" else args.cache_mib << 20
+                if cache == "cold":
+                    drop_files(files)
+                else:
+                    for p in ps:  # warm-up pass: page cache and LRU
+                        eng.extract(p)
+                before = reader.stats.bytes_read
+                extents = 0
+                comm.Barrier()
+                t0, c0 = time.perf_counter(), time.process_time()
+                for p in ps:
+                    eng.extract(p)
+                    extents += eng.stats.extents
+                cpu = (time.process_time() - c0) / len(ps)
+                comm.Barrier()
+                dt = (time.perf_counter() - t0) / len(ps)
+                cpu = comm.reduce(cpu, op=MPI.MAX, root=0)
+                read = comm.reduce(reader.stats.bytes_read - before, root=0)
+                ext = comm.reduce(extents, root=0)
+                if rank == 0:
+                    out.append({
+                        "system": "parvox", "ranks": comm.Get_size(), "zoom": zoom,
+                        "cache": cache, "s_per_slice": dt, "slices_per_s": 1 / dt,
+                        "extents_per_slice": ext / len(ps),
+                        "MB_per_s": ext / len(ps) * slot / dt / 1e6,
+                        "file_MB_per_s": read / len(ps) / dt / 1e6,
+                        "cpu_s_per_slice": cpu,
+                    })  # fmt: skip
+    if rank == 0:
+        Path(args.result).write_text(json.dumps(out))
+
+
+def run_parvox(store: Path, shape, nslices: int, ranks: int, threads: int, cache_mib: int,
+               workdir: Path, compute_threads: int = 1) -> list:
+    from parvox.comm import launch_command
+
+    result = workdir / f"parvox-{ranks}.json"
+    argv = [str(Path(__file__).resolve()), "--worker", "--store", str(store), "--shape",
+            *map(str, shape), "--nslices", str(nslices), "--threads", str(threads),
+            "--cache-mib", str(cache_mib), "--result", str(result),
+            "--compute-threads", str(compute_threads)]
+    print(f"parvox at {ranks} rank(s) ...")
+    subprocess.run(launch_command(ranks, argv), check=True)
+    return json.loads(result.read_text())
+
+
+# -- report ----------------------------------------------------------------------------------
+def report(results: list, raw: float, outdir: Path, machine: str) -> None:
+    head = (f"{'system':<11} {'ranks':>5} {'zoom':>4} {'cache':>5} {'slices/s':>9} "
+            f"{'ms/slice':>9} {'cpu ms':>7} {'extents':>8} {'MB/s':>8} {'file MB/s':>9}")
+    print(f"\nmachine: {machine}; raw cold sequential read of the store files: {raw:.0f} MB/s")
+    print("cpu ms: CPU time per slice of the busiest parvox rank, its I/O threads included")
+    print(head)
+    print("-" * len(head))
+    for r in results:
+        ext = "" if r["extents_per_slice"] is None else f"{r['extents_per_slice']:.0f}"
+        fmb = f"{r['file_MB_per_s']:.0f}" if "file_MB_per_s" in r else ""
+        cpu = f"{1000 * r['cpu_s_per_slice']:.1f}" if "cpu_s_per_slice" in r else ""
+        print(f"{r['system']:<11} {r['ranks']:>5} {r['zoom']:>4} {r['cache']:>5} "
+              f"{r['slices_per_s']:>9.2f} {1000 * r['s_per_slice']:>9.1f} {cpu:>7} {ext:>8} "
+              f"{r['MB_per_s']:>8.0f} {fmb:>9}")
+    outdir.mkdir(parents=True, exist_ok=True)
+    (outdir / "slicing.json").write_text(json.dumps(
+        {"machine": machine, "raw_MB_per_s": raw, "results": results}, indent=1))
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(8, 4))
+        labels = [f"{r['system']}\n{r['ranks']}r z{r['zoom']} {r['cache']}" for r in results]
+        ax.bar(range(len(results)), [r["slices_per_s"] for r in results],
+               color=["C0" if r["system"] == "parvox" else "C1" for r in results])
+        ax.set_xticks(range(len(results)), labels, fontsize=6)
+        ax.set_ylabel("512x512 slices / s")
+        ax.set_title("oblique slices orthogonal to the main diagonal")
+        fig.tight_layout()
+        fig.savefig(outdir / "slicing.png", dpi=120)
+    except ImportError:
+        pass
+    px = next(r for r in results if r["system"] == "parvox" and r["ranks"] == 1
+              and r["zoom"] == 1 and r["cache"] == "warm")
+    peer = next(r for r in results if r["system"] == "zarr+scipy" and r["zoom"] == 1
+                and r["cache"] == "warm")
+    cold = [r for r in results if r["system"] == "parvox" and r["cache"] == "cold"]
+    best_cold = max(r["file_MB_per_s"] for r in cold)
+    print(f"parvox cold file read: best {best_cold:.0f} MB/s = {100 * best_cold / raw:.0f}% of "
+          f"raw {raw:.0f} MB/s")
+    print(f"ratio: parvox/zarr+scipy = {px['s_per_slice'] / peer['s_per_slice']:.3f}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="~256 MiB volume, under a minute")
+    ap.add_argument("--workdir", default=None, help="where the data live (kept for reuse)")
+    ap.add_argument("--disks", type=int, default=4)
+    ap.add_argument("--ranks", default="1,2")
+    ap.add_argument("--threads", type=int, default=16, help="I/O threads per rank")
+    ap.add_argument("--cache-mib", type=int, default=256)
+    ap.add_argument("--compute-threads", type=int, default=1,
+                    help="extraction threads per rank")
+    ap.add_argument("--nslices", type=int, default=None)
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--store", help=argparse.SUPPRESS)
+    ap.add_argument("--shape", type=int, nargs=3, help=argparse.SUPPRESS)
+    ap.add_argument("--result", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        worker(args)
+        return
+    import platform
+
+    shape = volume_shape(args.quick)
+    nslices = args.nslices or (6 if args.quick else 24)
+    workdir = Path(args.workdir or f"/tmp/parvox-bench-slicing-{'quick' if args.quick else 'full'}")
+    workdir.mkdir(parents=True, exist_ok=True)
+    store, zpath = build(workdir, shape, args.disks)
+    from parvox.volume import VolumeStore
+
+    files = [VolumeStore(store).file_path(d) for d in range(args.disks)]
+    raw = raw_bandwidth(files, limit=1 << 30)
+    results: list = []
+    for r in (int(x) for x in args.ranks.split(",")):
+        results += run_parvox(store, shape, nslices, r, args.threads, args.cache_mib, workdir,
+                              args.compute_threads)
+    run_peer(zpath, shape, 2 if args.quick else 3, results, store)
+    load = os.getloadavg()[0]
+    machine = (f"{platform.machine()}, {os.cpu_count()} cores, load {load:.1f}, "
+               f"Python {platform.python_version()}")
+    report(results, raw, HERE / "results", machine)
+
+
+if __name__ == "__main__":
+    main()

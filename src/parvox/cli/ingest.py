@@ -1,0 +1,71 @@
+"""``parvox ingest SRC STORE --disks K``: build a striped volume store (in parallel with -n)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from parvox.cli import UsageError
+from parvox.cli._volume_args import check_disk_map, float_triple, int_list, int_triple
+
+HELP = "write a volume (.npy, TIFF file or folder, NIfTI, Zarr) into a striped extent store"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``parvox ingest``."""
+    parser.add_argument("source", metavar="SRC", help=".npy, .tif, TIFF folder, .nii[.gz], Zarr")
+    parser.add_argument("store", metavar="STORE", help="store directory to create")
+    parser.add_argument("--disks", type=int, required=True, metavar="K", help="number of disks")
+    parser.add_argument("--extent", default="17,32,32", metavar="Z,Y,X", help="extent shape")
+    parser.add_argument("--spacing", default=None, metavar="Z,Y,X", help="voxel size in mm")
+    parser.add_argument("--disk-dirs", default=None, metavar="D1,D2,...",
+                        help="one directory per disk (default: inside the store)")
+    parser.add_argument("--offsets", default=None, metavar="OY,OZ",
+                        help="DiskOffsetY,DiskOffsetZ (default: chosen prime to K)")
+    parser.add_argument("--map", default=None, metavar="FILE",
+                        help="configuration map (JSON/TOML) of rank -> disks")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing store")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def validate(args: argparse.Namespace) -> None:
+    """Cheap checks before any MPI start."""
+    if args.disks < 1:
+        raise UsageError("--disks", f"must be >= 1, got {args.disks}")
+    args.extent_t = int_triple(args.extent, "--extent")
+    args.spacing_t = None if args.spacing is None else float_triple(
+        args.spacing, "--spacing", positive=True
+    )
+    args.offsets_t = (0, 0)
+    if args.offsets is not None:
+        args.offsets_t = tuple(int_list(args.offsets, "--offsets", 2))
+    args.dirs = None if args.disk_dirs is None else args.disk_dirs.split(",")
+    if args.dirs is not None and len(args.dirs) != args.disks:
+        raise UsageError("--disk-dirs", f"expected {args.disks} directories, got {len(args.dirs)}")
+    if not os.path.exists(args.source):
+        raise UsageError("SRC", f"{args.source} does not exist")
+    if os.path.exists(args.store) and not args.overwrite:
+        raise UsageError("STORE", f"{args.store} exists (use --overwrite to replace it)")
+    check_disk_map(args.map, args.disks, args)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Ingest on every rank."""
+    from parvox import comm
+    from parvox.volume import ingest, load_disk_map
+
+    c = comm.world()
+    dmap = None if args.map is None else load_disk_map(args.map, args.disks, c.Get_size())
+    path = ingest(
+        args.source, args.store, ndisks=args.disks, extent=args.extent_t, spacing=args.spacing_t,
+        disk_dirs=args.dirs, disk_map=dmap, offset_y=args.offsets_t[0],
+        offset_z=args.offsets_t[1], overwrite=args.overwrite,
+        progress=not args.no_progress, comm=c,
+    )  # fmt: skip
+    if c.Get_rank() == 0:
+        from parvox.volume import VolumeStore
+
+        m = VolumeStore(path).meta
+        print(f"parvox ingest: wrote {path}: shape {m.shape}, {m.dtype} x{m.channels}, "
+              f"{m.layout.count} extents on {m.ndisks} disks")
+    return 0

@@ -1,0 +1,505 @@
+"""The runtime that executes :class:`~parvox.dataflow.Operation` s on every rank of an MPI job.
+
+Each rank runs, beside its main thread:
+
+* one **communication thread** owning all point-to-point traffic of the runtime on a private
+  duplicate of the communicator: it posts the sends queued by other threads (``Isend`` of one
+  coalesced ``uint8`` buffer per token), receives tokens, results and control messages
+  (``Iprobe`` + ``Recv``; it sleeps briefly when idle rather than spinning) and answers
+  heartbeats;
+* for every operation, the **stage threads**: stage 0 is fed by the network (or directly, for
+  tokens the rank sends itself), stage ``k + 1`` by a bounded queue filled by stage ``k``, so an
+  I/O stage reading the next token overlaps a compute stage working on the previous one; the
+  last stage's result goes back to the origin;
+* a pool of **dispatcher threads** on the ranks that start operations: each runs one request's
+  ``split`` with flow control -- at most ``window`` tokens in flight per destination rank, a token
+  that may go to several ranks going to the one with the fewest in flight (shortest queue) --
+  and merges results as they arrive, so several requests are in flight at once, each tagged by a
+  request id, their results merged in any order.
+
+MPI must provide ``MPI_THREAD_MULTIPLE`` (mpi4py asks for it by default); the constructor checks
+``MPI.Query_thread()``.
+
+Examples
+--------
+>>> import numpy as np
+>>> from parvox.dataflow import Operation, Stage, Token
+>>> op = Operation("double", split=lambda n: [Token(0, np.full(3, i)) for i in range(n)],
+...                stages=(Stage(lambda a: 2 * a),), merge=lambda acc, r: acc + int(r.sum()),
+...                init=lambda n: 0)
+>>> with Dataflow([op]) as flow:
+...     flow.run("double", 4)
+36
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import dataclasses
+import itertools
+import os
+import queue
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from parvox.comm import ParvoxError, get_comm
+from parvox.dataflow.operation import Operation, Token
+from parvox.dataflow.wire import pack, unpack
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
+
+__all__ = ["Dataflow", "DataflowError", "DataflowTimeout"]
+
+_TAG_TOKEN = 71
+_TAG_RESULT = 72
+_TAG_CTRL = 73
+
+
+class DataflowError(ParvoxError):
+    """A stage raised while processing a token; raised on the origin after all results came.
+
+    Attributes
+    ----------
+    operation, stage : str
+    rank : int
+        Where the stage ran.
+    kind : str
+        The exception's type name (e.g. ``"ChecksumError"``).
+    detail : str
+        The exception's message.
+    """
+
+    def __init__(self, operation: str, stage: str, rank: int, kind: str, detail: str) -> None:
+        super().__init__(
+            f"{operation}: stage {stage!r} on rank {rank} failed: {kind}: {detail}"
+        )
+        self.operation = operation
+        self.stage = stage
+        self.rank = rank
+        self.kind = kind
+        self.detail = detail
+
+
+class DataflowTimeout(ParvoxError):
+    """Results of a request did not all arrive in time (a rank died or hangs)."""
+
+
+@dataclasses.dataclass
+class _Item:
+    op: str
+    rid: int
+    seq: int
+    origin: int
+    payload: Any
+
+
+_STOP = object()
+
+
+class Dataflow:
+    """Run parallel operations (split -> pipelined stages -> merge) over an MPI communicator.
+
+    Collective: every rank constructs it with the same operations, and calls :meth:`close`.
+
+    Parameters
+    ----------
+    operations : iterable of Operation
+    comm : MPI communicator, optional
+        Duplicated for the runtime's own traffic; world by default.
+    window : int
+        Tokens in flight per destination rank from one origin (flow control, >= 1).
+    max_requests : int
+        Requests one origin runs at once (dispatcher threads); more wait in line.
+    status : callable, optional
+        ``status() -> dict`` of extra figures this rank reports in heartbeats.
+    poll : float
+        Longest sleep of the idle communication thread, seconds.
+    """
+
+    def __init__(
+        self,
+        operations: Iterable[Operation],
+        comm: MPI.Intracomm | None = None,
+        window: int = 4,
+        max_requests: int = 8,
+        status: Callable[[], dict[str, Any]] | None = None,
+        poll: float = 0.001,
+    ) -> None:
+        from mpi4py import MPI
+
+        ops = list(operations)
+        names = [op.name for op in ops]
+        if len(set(names)) != len(names):
+            raise ValueError(f"operations must have unique names, got {names}")
+        if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+            raise ValueError(f"window must be an integer >= 1, got {window!r}")
+        if max_requests < 1:
+            raise ValueError(f"max_requests must be >= 1, got {max_requests!r}")
+        base = get_comm(comm)
+        if base.Get_size() > 1 and MPI.Query_thread() < MPI.THREAD_MULTIPLE:
+            raise ParvoxError(
+                "parvox.dataflow needs MPI_THREAD_MULTIPLE; initialise MPI with "
+                "mpi4py.rc.thread_level = 'multiple' (the default)"
+            )
+        self.comm = base.Dup()
+        self.rank = self.comm.Get_rank()
+        self.size = self.comm.Get_size()
+        self.ops = {op.name: op for op in ops}
+        self.window = window
+        self._status_fn = status
+        self._poll = float(poll)
+        self._outbox: queue.SimpleQueue[tuple[int, int, np.ndarray]] = queue.SimpleQueue()
+        self._cond = threading.Condition()
+        self._inflight = [0] * self.size
+        #: most tokens ever in flight to each destination from this rank
+        self.max_inflight = [0] * self.size
+        self._requests: dict[int, queue.SimpleQueue[Any]] = {}
+        self._rids = itertools.count()
+        self._stats_lock = threading.Lock()
+        self._busy: dict[str, float] = {}
+        self._tokens = 0
+        self.last_seen = {r: time.monotonic() for r in range(self.size)}
+        self.rank_status: dict[int, dict[str, Any]] = {}
+        #: ranks a heartbeat check found dead
+        self.dead: set[int] = set()
+        self._stop_requested = threading.Event()
+        self._comm_stop = threading.Event()
+        self._hb_stop = threading.Event()
+        self._hb_thread: threading.Thread | None = None
+        self._closed = False
+        self._queues: dict[str, list[queue.Queue[Any]]] = {}
+        self._threads: list[threading.Thread] = []
+        for op in ops:
+            qs: list[queue.Queue[Any]] = [queue.Queue()]
+            qs += [queue.Queue(maxsize=s.queue) for s in op.stages[1:]]
+            self._queues[op.name] = qs
+            for k, stage in enumerate(op.stages):
+                self._busy[f"{op.name}/{stage.name}"] = 0.0
+                for t in range(stage.threads):
+                    th = threading.Thread(
+                        target=self._stage_loop,
+                        args=(op, k),
+                        name=f"parvox-{op.name}-{stage.name}-{t}",
+                        daemon=True,
+                    )
+                    th.start()
+                    self._threads.append(th)
+        self._pool = cf.ThreadPoolExecutor(max_requests, thread_name_prefix="parvox-dispatch")
+        self._comm_thread = threading.Thread(
+            target=self._comm_loop, name="parvox-dataflow-comm", daemon=True
+        )
+        self._comm_thread.start()
+
+    # -- context -------------------------------------------------------------------------------
+    def __enter__(self) -> Dataflow:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- origin side -------------------------------------------------------------------------------
+    def submit(self, name: str, request: Any, timeout: float | None = None) -> cf.Future[Any]:
+        """Start operation ``name`` on ``request`` from this rank; a future of its result.
+
+        Parameters
+        ----------
+        timeout : float, optional
+            Seconds to wait for the results once all tokens are sent; past it the future
+            raises :class:`DataflowTimeout`.
+        """
+        if self._closed:
+            raise ParvoxError("the dataflow runtime is closed")
+        if name not in self.ops:
+            raise ValueError(f"name must be a registered operation, got {name!r}")
+        return self._pool.submit(self._drive, self.ops[name], request, timeout)
+
+    def run(self, name: str, request: Any, timeout: float | None = None) -> Any:
+        """:meth:`submit` and wait for the result."""
+        return self.submit(name, request, timeout).result()
+
+    def _pick(self, cands: tuple[int, ...], seq: int) -> int | None:
+        # shortest queue among candidates with room in their window; rotate ties by seq
+        best = None
+        n = len(cands)
+        for i in range(n):
+            c = cands[(seq + i) % n]
+            if self._inflight[c] < self.window and (
+                best is None or self._inflight[c] < self._inflight[best]
+            ):
+                best = c
+        return best
+
+    def _drive(self, op: Operation, request: Any, timeout: float | None) -> Any:
+        rid = next(self._rids)
+        results: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._requests[rid] = results
+        acc = op.init(request)
+        sent = got = 0
+        errors: list[DataflowError] = []
+
+        def take(item: tuple[int, int, Any, Any]) -> None:
+            nonlocal acc, got
+            src, _seq, payload, err = item
+            got += 1
+            if err is not None:
+                errors.append(DataflowError(op.name, err[0], src, err[1], err[2]))
+            elif not errors:
+                acc = op.merge(acc, payload)
+
+        def drain() -> None:
+            while True:
+                try:
+                    item = results.get_nowait()
+                except queue.Empty:
+                    return
+                take(item)
+
+        try:
+            for tok in op.split(request):
+                if not isinstance(tok, Token):
+                    raise TypeError(f"split of {op.name!r} must yield Token objects, got {tok!r}")
+                cands = tok.candidates
+                for c in cands:
+                    if not 0 <= c < self.size:
+                        raise ValueError(f"token dest {c} is not a rank of a {self.size}-rank job")
+                dest = None
+                while dest is None:
+                    with self._cond:
+                        dest = self._pick(cands, sent)
+                        if dest is None:
+                            self._cond.wait(0.02)
+                        else:
+                            self._inflight[dest] += 1
+                            self.max_inflight[dest] = max(
+                                self.max_inflight[dest], self._inflight[dest]
+                            )
+                    drain()
+                self._send_token(dest, op.name, rid, sent, tok.payload)
+                sent += 1
+                drain()
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while got < sent:
+                wait = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+                try:
+                    take(results.get(timeout=wait))
+                except queue.Empty:
+                    raise DataflowTimeout(
+                        f"{op.name}: {sent - got} of {sent} results missing after {timeout} s"
+                    ) from None
+        finally:
+            self._requests.pop(rid, None)
+        if errors:
+            raise errors[0]
+        return op.finish(acc)
+
+    def _send_token(self, dest: int, op: str, rid: int, seq: int, payload: Any) -> None:
+        if dest == self.rank:
+            self._queues[op][0].put(_Item(op, rid, seq, self.rank, payload))
+        else:
+            head = {"op": op, "rid": rid, "seq": seq, "origin": self.rank}
+            self._outbox.put((dest, _TAG_TOKEN, pack(head, payload)))
+
+    def _deliver(self, src: int, rid: int, seq: int, payload: Any, err: Any) -> None:
+        with self._cond:
+            self._inflight[src] -= 1
+            self._cond.notify_all()
+        results = self._requests.get(rid)
+        if results is not None:
+            results.put((src, seq, payload, err))
+
+    # -- destination side --------------------------------------------------------------------------
+    def _stage_loop(self, op: Operation, k: int) -> None:
+        stage = op.stages[k]
+        qs = self._queues[op.name]
+        key = f"{op.name}/{stage.name}"
+        last = k == len(op.stages) - 1
+        while True:
+            item = qs[k].get()
+            if item is _STOP:
+                return
+            t0 = time.perf_counter()
+            err = None
+            try:
+                out = stage.fn(item.payload)
+            except Exception as exc:  # reported to the origin, the runtime goes on
+                out, err = None, (stage.name, type(exc).__name__, str(exc))
+            with self._stats_lock:
+                self._busy[key] += time.perf_counter() - t0
+                if last or err is not None:
+                    self._tokens += 1
+            if err is None and not last:
+                item.payload = out
+                qs[k + 1].put(item)
+            else:
+                self._send_result(item, out, err)
+
+    def _send_result(self, item: _Item, out: Any, err: Any) -> None:
+        if item.origin == self.rank:
+            self._deliver(self.rank, item.rid, item.seq, out, err)
+            return
+        head = {"rid": item.rid, "seq": item.seq, "err": err}
+        try:
+            buf = pack(head, out)
+        except Exception as exc:  # an unpackable result becomes an error
+            head["err"] = ("(send)", type(exc).__name__, str(exc))
+            buf = pack(head, None)
+        self._outbox.put((item.origin, _TAG_RESULT, buf))
+
+    # -- communication thread ----------------------------------------------------------------------
+    def _comm_loop(self) -> None:
+        from mpi4py import MPI
+
+        comm = self.comm
+        status = MPI.Status()
+        pending: list[tuple[Any, np.ndarray]] = []
+        idle = 0
+        while True:
+            active = False
+            while True:
+                try:
+                    dest, tag, buf = self._outbox.get_nowait()
+                except queue.Empty:
+                    break
+                pending.append((comm.Isend([buf, MPI.BYTE], dest, tag), buf))
+                active = True
+            while comm.Iprobe(MPI.ANY_SOURCE, MPI.ANY_TAG, status):
+                src, tag = status.Get_source(), status.Get_tag()
+                buf = np.empty(status.Get_count(MPI.BYTE), dtype=np.uint8)
+                comm.Recv([buf, MPI.BYTE], src, tag)
+                try:
+                    self._on_message(src, tag, buf)
+                except Exception as exc:  # never let one bad message stop the runtime
+                    sys.stderr.write(f"parvox.dataflow: rank {self.rank}: bad message: {exc!r}\n")
+                active = True
+            if pending:
+                pending = [(r, b) for r, b in pending if not r.Test()]
+            if self._comm_stop.is_set() and not pending and self._outbox.empty():
+                return
+            if active:
+                idle = 0
+            else:
+                idle += 1
+                time.sleep(min(self._poll, 2e-5 * (1 << min(idle, 10))))
+
+    def _on_message(self, src: int, tag: int, buf: np.ndarray) -> None:
+        head, payload = unpack(buf)
+        self.last_seen[src] = time.monotonic()
+        if tag == _TAG_TOKEN:
+            item = _Item(head["op"], head["rid"], head["seq"], head["origin"], payload)
+            if item.op not in self._queues:
+                self._send_result(item, None, ("(route)", "KeyError", f"no operation {item.op!r}"))
+            else:
+                self._queues[item.op][0].put(item)
+        elif tag == _TAG_RESULT:
+            self._deliver(src, head["rid"], head["seq"], payload, head["err"])
+        elif tag == _TAG_CTRL:
+            kind = head["ctl"]
+            if kind == "ping":
+                self._control(src, "pong", status=self.status())
+            elif kind == "pong":
+                self.rank_status[src] = head["status"]
+            elif kind == "stop":
+                self._stop_requested.set()
+
+    def _control(self, dest: int, kind: str, **fields: Any) -> None:
+        self._outbox.put((dest, _TAG_CTRL, pack({"ctl": kind, **fields}, None)))
+
+    # -- liveness and statistics -------------------------------------------------------------------
+    def status(self) -> dict[str, Any]:
+        """This rank's figures: pid, host, busy seconds per stage, tokens done, extras."""
+        with self._stats_lock:
+            busy = dict(self._busy)
+            tokens = self._tokens
+        out: dict[str, Any] = {
+            "rank": self.rank,
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "busy_s": busy,
+            "tokens": tokens,
+        }
+        if self._status_fn is not None:
+            out.update(self._status_fn())
+        return out
+
+    def start_heartbeat(
+        self, interval: float = 0.5, check: Callable[[int], bool] | None = None
+    ) -> None:
+        """Ping every other rank each ``interval`` seconds (their answers carry :meth:`status`);
+        see :meth:`silent_ranks`. Usually called on the one rank that serves clients.
+
+        Parameters
+        ----------
+        check : callable, optional
+            ``check(rank) -> bool`` run before each ping; ``False`` marks the rank dead (it is
+            not pinged again and :meth:`silent_ranks` reports it at once). A local process check
+            lets a dead rank be named before the MPI library notices it.
+        """
+        if self._hb_thread is not None:
+            return
+
+        def beat() -> None:
+            while not self._hb_stop.wait(interval):
+                for r in range(self.size):
+                    if r == self.rank or r in self.dead:
+                        continue
+                    if check is not None and not check(r):
+                        self.dead.add(r)
+                        continue
+                    self._control(r, "ping")
+
+        now = time.monotonic()
+        for r in range(self.size):
+            self.last_seen[r] = now
+        self._hb_thread = threading.Thread(target=beat, name="parvox-heartbeat", daemon=True)
+        self._hb_thread.start()
+
+    def silent_ranks(self, after: float) -> dict[int, float]:
+        """Ranks not heard from for more than ``after`` seconds, with their silence."""
+        now = time.monotonic()
+        silent = {
+            r: now - t
+            for r, t in self.last_seen.items()
+            if r != self.rank and now - t > after
+        }
+        silent.update({r: float("inf") for r in self.dead})
+        return silent
+
+    # -- shutdown ----------------------------------------------------------------------------------
+    def stop_all(self) -> None:
+        """Ask every other rank's :meth:`serve_forever` to return."""
+        for r in range(self.size):
+            if r != self.rank:
+                self._control(r, "stop")
+        self._stop_requested.set()
+
+    def serve_forever(self) -> None:
+        """Serve tokens until some rank calls :meth:`stop_all`."""
+        while not self._stop_requested.wait(0.5):
+            pass
+
+    def close(self) -> None:
+        """Stop the runtime (collective): wait for every rank, then stop all threads."""
+        if self._closed:
+            return
+        self._closed = True
+        self._hb_stop.set()
+        if self._hb_thread is not None:
+            self._hb_thread.join()
+        self._pool.shutdown(wait=True)
+        self.comm.Barrier()
+        for name, op in self.ops.items():
+            for k, stage in enumerate(op.stages):
+                for _ in range(stage.threads):
+                    self._queues[name][k].put(_STOP)
+        for th in self._threads:
+            th.join()
+        self._comm_stop.set()
+        self._comm_thread.join()
+        self.comm.Barrier()

@@ -1,0 +1,195 @@
+"""The HTTP front end (Starlette on uvicorn), run by rank 0 beside its share of extraction.
+
+Endpoints
+---------
+``GET /``                the web viewer (static files under ``/static``)
+``GET /api/info``        the store's manifest summary, the ranks, limits and overview geometry
+``GET /api/slice``       a slice (see :mod:`parvox.server.params`); PNG, JPEG or NPY
+``GET /api/overview``    the three mid-volume views side by side (``?view=axial`` etc. for one)
+``GET /api/stats``       slices served, slices/s, latency p50/p95/p99, bytes read, cache hit
+                         rate, per-rank busy time
+``GET /health``          200 while every rank answers heartbeats, else 503
+
+Errors are JSON ``{"error": message, "parameter": name}``: 400 for a bad parameter, 503 with
+``Retry-After`` when the request queue is full or a rank is silent, 500 when extraction failed
+(a checksum mismatch names the extent), 504 when the parts did not come in time.
+
+Examples
+--------
+>>> import numpy as np, tempfile, os
+>>> from starlette.testclient import TestClient
+>>> from parvox.volume import ingest_array
+>>> from parvox.server.engine import SliceService
+>>> vol = np.zeros((8, 9, 10), np.uint8)
+>>> path = ingest_array(vol, os.path.join(tempfile.mkdtemp(), "v"), extent=(4, 4, 4),
+...                     progress=False)
+>>> with SliceService(path) as service:
+...     client = TestClient(create_app(service))
+...     r = client.get("/api/slice?center=4,4,4&normal=1,0,0&size=0,3")
+>>> r.status_code, r.json()["parameter"]
+(400, 'size')
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.resources
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from parvox.dataflow import DataflowError, DataflowTimeout
+from parvox.server.engine import ServerBusy, SliceService
+from parvox.server.imaging import MEDIA_TYPES, encode_slice
+from parvox.server.params import DEFAULT_MAX_SIZE, ParamError, parse_slice_query
+from parvox.slicing import MAX_ZOOM
+
+__all__ = ["create_app", "serve_http", "static_dir"]
+
+
+def static_dir() -> str:
+    """The directory of the viewer's HTML, CSS and JavaScript."""
+    return str(importlib.resources.files("parvox.server") / "static")
+
+
+def _error(status: int, message: str, parameter: str | None = None, **headers: str) -> Response:
+    body: dict[str, Any] = {"error": message}
+    if parameter is not None:
+        body["parameter"] = parameter
+    return JSONResponse(body, status_code=status, headers=headers or None)
+
+
+def create_app(service: SliceService, max_size: int = DEFAULT_MAX_SIZE) -> Starlette:
+    """The Starlette application serving ``service`` (a :class:`SliceService` on rank 0)."""
+    meta = service.meta
+
+    async def index(request: Request) -> Response:
+        return FileResponse(f"{static_dir()}/index.html")
+
+    async def info(request: Request) -> Response:
+        window = await run_in_threadpool(service.display_window)
+        views = service.overview_views()
+        return JSONResponse(
+            {
+                "store": str(service.store.path),
+                "shape": list(meta.shape),
+                "dtype": meta.dtype,
+                "channels": meta.channels,
+                "spacing": list(meta.spacing),
+                "extent": list(meta.extent),
+                "nextents": list(service.layout.nextents),
+                "ndisks": meta.ndisks,
+                "offsets": [meta.offset_y, meta.offset_z],
+                "size_bytes": meta.file_bytes * meta.ndisks,
+                "ranks": service.nranks,
+                "disk_owner": list(service.disk_map.owner),
+                "limits": {"max_size": max_size, "max_zoom": MAX_ZOOM},
+                "display_window": None if window is None else list(window),
+                "overview": views,
+            }
+        )
+
+    async def slice_(request: Request) -> Response:
+        t0 = time.perf_counter()
+        try:
+            q = parse_slice_query(request.query_params, meta.spacing, max_size=max_size)
+        except ParamError as exc:
+            return _error(400, str(exc), exc.param)
+        ok, _ = service.health()
+        if not ok:
+            return _error(503, "a rank is not answering; the server is shutting down",
+                          **{"Retry-After": "5"})
+        try:
+            fut = service.submit(q.plane)
+        except ServerBusy as exc:
+            return _error(503, f"server busy: {exc}", **{"Retry-After": "1"})
+        try:
+            raw = await asyncio.wrap_future(fut)
+        except DataflowTimeout as exc:
+            return _error(504, str(exc))
+        except DataflowError as exc:
+            return _error(500, str(exc))
+        body = await run_in_threadpool(encode_slice, raw, meta.dtype, q.fmt, q.quality, q.window)
+        service.count_bytes_out(len(body))
+        ms = (time.perf_counter() - t0) * 1e3
+        return Response(
+            body,
+            media_type=MEDIA_TYPES[q.fmt],
+            headers={"Cache-Control": "no-store", "X-Parvox-Latency-Ms": f"{ms:.2f}"},
+        )
+
+    async def overview(request: Request) -> Response:
+        view = request.query_params.get("view")
+        try:
+            body = await run_in_threadpool(service.overview, view)
+        except ValueError as exc:
+            return _error(400, str(exc), "view")
+        except DataflowError as exc:
+            return _error(500, str(exc))
+        return Response(body, media_type="image/png", headers={"Cache-Control": "max-age=3600"})
+
+    async def favicon(request: Request) -> Response:
+        return Response(status_code=204)
+
+    async def stats(request: Request) -> Response:
+        return JSONResponse(service.stats())
+
+    async def health(request: Request) -> Response:
+        ok, body = service.health()
+        return JSONResponse(body, status_code=200 if ok else 503)
+
+    routes = [
+        Route("/", index),
+        Route("/api/info", info),
+        Route("/api/slice", slice_),
+        Route("/api/overview", overview),
+        Route("/api/stats", stats),
+        Route("/health", health),
+        Route("/favicon.ico", favicon),
+        Mount("/static", app=StaticFiles(directory=static_dir()), name="static"),
+    ]
+    return Starlette(routes=routes)
+
+
+def serve_http(
+    service: SliceService, host: str = "127.0.0.1", port: int = 8000,
+    max_size: int = DEFAULT_MAX_SIZE,
+) -> None:
+    """Run the app with uvicorn until SIGINT/SIGTERM, then return (call on rank 0, which then
+    stops the other ranks)."""
+    import uvicorn
+
+    class _Server(uvicorn.Server):
+        # uvicorn re-raises a captured signal after shutting down, which would kill rank 0
+        # before it can stop the other ranks; here a signal only asks for a clean shutdown.
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+
+            def ask(sig: int, frame: Any) -> None:
+                self.should_exit = True
+
+            old = {s: signal.signal(s, ask) for s in (signal.SIGINT, signal.SIGTERM)}
+            try:
+                yield
+            finally:
+                for s, h in old.items():
+                    signal.signal(s, h)
+
+    config = uvicorn.Config(
+        create_app(service, max_size), host=host, port=port, log_level="warning",
+        access_log=False, lifespan="off",
+    )
+    _Server(config).run()

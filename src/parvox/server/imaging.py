@@ -1,0 +1,122 @@
+"""Slices to image files: the one encoder the server and ``parvox slice`` share.
+
+:func:`display_pixels` turns a finished slice (the volume's dtype, see
+:func:`parvox.slicing.finish_slice`) into the integers an image holds. Without a window it is
+``parvox slice``'s own conversion (``parvox.cli.slice.to_png_array``: ``uint8`` grey or RGB and
+``uint16`` grey pass through, a 16-bit PNG for the latter; ``float32`` is scaled from the slice's
+minimum and maximum to ``0..255``); with a display ``window=(lo, hi)`` values are mapped
+linearly to ``uint8``: ``clip(rint((x - lo) * 255 / (hi - lo)), 0, 255)``.
+:func:`encode_image` writes them with Pillow exactly as ``parvox slice`` writes its PNG file
+(``Image.fromarray(a).save(..., PNG)``, default options), so a PNG from the HTTP API and the
+file ``parvox slice`` writes for the same parameters are the same bytes. JPEG is 8-bit: 16-bit slices get the
+slice's own min-max window unless one is given.
+
+Examples
+--------
+>>> import numpy as np
+>>> png = encode_image(display_pixels(np.array([[0, 128], [255, 7]], np.uint8)), "png")
+>>> png[:8] == b"\\x89PNG\\r\\n\\x1a\\n"
+True
+>>> display_pixels(np.array([[0.0, 0.5, 1.0]], np.float32)).tolist()
+[[0, 128, 255]]
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = ["FORMATS", "MEDIA_TYPES", "display_pixels", "encode_image", "encode_slice"]
+
+#: formats the server answers (``npy`` keeps the raw float values)
+FORMATS = ("png", "jpeg", "npy")
+#: HTTP media type of each format
+MEDIA_TYPES = {"png": "image/png", "jpeg": "image/jpeg", "npy": "application/octet-stream"}
+
+
+def _window(a: np.ndarray, window: Sequence[float] | None) -> tuple[float, float]:
+    if window is not None:
+        lo, hi = float(window[0]), float(window[1])
+    elif a.size:
+        lo, hi = float(a.min()), float(a.max())
+    else:
+        lo, hi = 0.0, 1.0
+    return lo, (hi if hi > lo else lo + 1.0)
+
+
+def display_pixels(slice_: np.ndarray, window: Sequence[float] | None = None) -> np.ndarray:
+    """The integer image of a finished slice (see the module docstring for the rules).
+
+    Parameters
+    ----------
+    slice_ : ndarray
+        ``(H, W)`` uint8/uint16/float32 or ``(H, W, 3)`` uint8.
+    window : (lo, hi), optional
+        Map ``[lo, hi]`` to ``[0, 255]``.
+    """
+    a = np.asarray(slice_)
+    if a.ndim not in (2, 3) or (a.ndim == 3 and a.shape[2] != 3):
+        raise ValueError(f"slice_ must be (H, W) or (H, W, 3), got shape {a.shape}")
+    if window is None:
+        from parvox.cli.slice import to_png_array  # what `parvox slice -o x.png` writes
+
+        return to_png_array(a)
+    lo, hi = _window(a, window)
+    scaled = (a.astype(np.float64) - lo) * (255.0 / (hi - lo))
+    return np.clip(np.rint(scaled), 0, 255).astype(np.uint8)
+
+
+def encode_image(pixels: np.ndarray, fmt: str, quality: int = 90) -> bytes:
+    """Encode integer ``pixels`` as ``"png"`` or ``"jpeg"`` bytes (Pillow).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> encode_image(np.zeros((2, 2), np.uint8), "jpeg")[:2] == b"\\xff\\xd8"
+    True
+    """
+    from PIL import Image
+
+    a = np.ascontiguousarray(pixels)
+    buf = io.BytesIO()
+    if fmt == "png":
+        Image.fromarray(a).save(buf, format="PNG")
+    elif fmt == "jpeg":
+        if a.dtype != np.uint8:
+            a = display_pixels(a.astype(np.float32))
+        if not 1 <= int(quality) <= 100:
+            raise ValueError(f"quality must be in [1, 100], got {quality}")
+        Image.fromarray(a).save(buf, format="JPEG", quality=int(quality))
+    else:
+        raise ValueError(f"fmt must be 'png' or 'jpeg', got {fmt!r}")
+    return buf.getvalue()
+
+
+def encode_slice(
+    raw: np.ndarray,
+    dtype: str | np.dtype,
+    fmt: str,
+    quality: int = 90,
+    window: Sequence[float] | None = None,
+) -> bytes:
+    """Bytes of a raw (float32, unrounded) slice in ``fmt``: ``npy`` keeps the float values,
+    ``png``/``jpeg`` round to the volume ``dtype`` first (:func:`parvox.slicing.finish_slice`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> raw = np.array([[0.4, 254.6]], np.float32)
+    >>> np.load(io.BytesIO(encode_slice(raw, "uint8", "npy"))).dtype
+    dtype('float32')
+    """
+    from parvox.slicing import finish_slice
+
+    if fmt == "npy":
+        buf = io.BytesIO()
+        np.save(buf, np.asarray(raw, dtype=np.float32), allow_pickle=False)
+        return buf.getvalue()
+    if fmt not in FORMATS:
+        raise ValueError(f"fmt must be one of {FORMATS}, got {fmt!r}")
+    return encode_image(display_pixels(finish_slice(raw, dtype), window), fmt, quality)

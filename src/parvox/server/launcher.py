@@ -1,0 +1,121 @@
+"""Launching the server job and naming a rank that dies (the launcher side of fault handling).
+
+``parvox serve -n N`` runs ``mpiexec -n N python -m parvox.server ...`` and waits for it. Rank 0
+writes the ranks' process ids and hosts to the file named by ``$PARVOX_SERVE_RANKS_FILE``; the
+launcher then watches the ranks on its own host with ``pidfd_open`` (Linux): the moment one
+exits while the job runs, it prints ``parvox serve: rank R (pid P) died`` -- before the MPI
+library, which may kill the whole job as soon as it notices the lost peer, can hide which rank
+went first. Inside the job, rank 0's heartbeat watchdog covers hung ranks and other hosts.
+
+Examples
+--------
+>>> watch_ranks({}, lambda: True) is None
+True
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+__all__ = ["RANKS_FILE_ENV", "release_ranks_file", "run_job", "watch_ranks", "write_ranks_file"]
+
+#: environment variable naming the file where rank 0 writes ``{rank: [pid, host]}``
+RANKS_FILE_ENV = "PARVOX_SERVE_RANKS_FILE"
+
+
+def write_ranks_file(ranks: Sequence[tuple[int, str]]) -> None:
+    """On rank 0: write ``ranks`` (pid, host per rank) where the launcher asked, if it did."""
+    path = os.environ.get(RANKS_FILE_ENV)
+    if not path:
+        return
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump({str(r): [pid, host] for r, (pid, host) in enumerate(ranks)}, fh)
+    os.replace(tmp, path)
+
+
+def release_ranks_file() -> None:
+    """On rank 0: remove the ranks file before the ranks exit on purpose (a clean stop, or an
+    abort that already named the rank), so the launcher does not report them as deaths."""
+    path = os.environ.get(RANKS_FILE_ENV)
+    if path:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+
+
+def watch_ranks(ranks: dict[int, tuple[int, str]], running: Callable[[], bool]) -> int | None:
+    """Block until a local rank's process exits while ``running()``; return that rank.
+
+    Returns ``None`` when ``running()`` turns false first or pidfds are unavailable.
+    """
+    host = socket.gethostname()
+    fds: dict[int, int] = {}
+    try:
+        for r, (pid, h) in ranks.items():
+            if h == host:
+                with contextlib.suppress(ProcessLookupError):
+                    fds[os.pidfd_open(pid)] = r
+    except (AttributeError, OSError):
+        pass
+    try:
+        while fds and running():
+            ready, _, _ = select.select(list(fds), [], [], 0.5)
+            if ready and running():
+                return min(fds[f] for f in ready)
+        return None
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def run_job(cmd: list[str]) -> int:
+    """Run the server job ``cmd`` (an ``mpiexec`` command line), naming a rank that dies.
+
+    Returns the job's exit code (1 when a rank died but the job exited 0).
+    """
+    fd, path = tempfile.mkstemp(prefix="parvox-serve-ranks-", suffix=".json")
+    os.close(fd)
+    os.unlink(path)
+    proc = subprocess.Popen(cmd, env={**os.environ, RANKS_FILE_ENV: path})
+    died: list[int] = []
+
+    def watcher() -> None:
+        while proc.poll() is None and not os.path.exists(path):
+            time.sleep(0.1)
+        try:
+            with open(path, encoding="utf-8") as fh:
+                ranks = {int(r): (int(v[0]), str(v[1])) for r, v in json.load(fh).items()}
+        except (OSError, ValueError):
+            return
+        rank = watch_ranks(ranks, lambda: proc.poll() is None and os.path.exists(path))
+        if rank is not None:
+            died.append(rank)
+            sys.stderr.write(
+                f"parvox serve: rank {rank} (pid {ranks[rank][0]}) died; the server stops\n"
+            )
+            sys.stderr.flush()
+
+    thread = threading.Thread(target=watcher, name="parvox-rank-watcher", daemon=True)
+    thread.start()
+    try:
+        while True:
+            try:
+                code = proc.wait()
+                break
+            except KeyboardInterrupt:  # mpiexec forwards it; rank 0 shuts the job down
+                continue
+        thread.join(timeout=2)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+    return code if code != 0 or not died else 1

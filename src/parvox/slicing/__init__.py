@@ -1,0 +1,57 @@
+"""Oblique slices through striped volume stores (the seed's slice server, compute half).
+
+The pieces are separate so that a server can pipeline them: :func:`extents_on_disks` (which
+extents a plane cuts on my disks), :class:`parvox.volume.ExtentReader` (read extents),
+:func:`extract_part` (extract and resample one extent's part), :func:`pack_parts` /
+:func:`unpack_parts` (one coalesced message) and :func:`merge_parts` (disjoint union).
+:func:`extract_slice` runs them all on every rank of a communicator.
+
+Examples
+--------
+>>> import numpy as np, tempfile, os
+>>> from parvox.volume import ingest_array
+>>> vol = np.random.default_rng(1).random((20, 24, 28), dtype=np.float32)
+>>> path = ingest_array(vol, os.path.join(tempfile.mkdtemp(), "v"), ndisks=2,
+...                     extent=(8, 8, 8), progress=False)
+>>> plane = Plane(center=(10, 12, 14), u=(0, 1, 1), v=(1, 0, 0), size=(16, 16))
+>>> extract_slice(path, plane).shape
+(16, 16)
+"""
+
+from parvox.slicing.extents import cut_extents, extents_on_disks, grid_ranges, iter_cut_extents
+from parvox.slicing.extract import (
+    SliceEngine,
+    SliceError,
+    SliceStats,
+    extract_parts,
+    extract_slice,
+    message_request,
+    pack_parts,
+    reference_slice,
+    unpack_parts,
+)
+from parvox.slicing.plane import MAX_SIZE, MAX_ZOOM, Plane
+from parvox.slicing.resample import Part, extract_part, finish_slice, merge_parts
+
+__all__ = [
+    "MAX_SIZE",
+    "MAX_ZOOM",
+    "Part",
+    "Plane",
+    "SliceEngine",
+    "SliceError",
+    "SliceStats",
+    "cut_extents",
+    "extents_on_disks",
+    "extract_part",
+    "extract_parts",
+    "extract_slice",
+    "finish_slice",
+    "grid_ranges",
+    "iter_cut_extents",
+    "merge_parts",
+    "message_request",
+    "pack_parts",
+    "reference_slice",
+    "unpack_parts",
+]

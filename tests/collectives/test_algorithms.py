@@ -1,0 +1,195 @@
+"""Every schedule builder at P = 1..9 in the in-process simulator, against NumPy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from parvox.collectives import alg_alltoall as a2a
+from parvox.collectives import alg_gather as ag
+from parvox.collectives import alg_reduce as ar
+from parvox.collectives.ops import Op, parse_op, reduce_serial
+
+from ._sim import simulate
+
+SIZES = range(1, 10)
+AFFINE = np.dtype([("a", "<i8"), ("b", "<i8")])
+
+
+def affine(x, y):
+    """Composition of affine maps: associative, not commutative."""
+    out = np.empty_like(x)
+    out["a"] = x["a"] * y["a"]
+    out["b"] = x["a"] * y["b"] + x["b"]
+    return out
+
+
+def _data(p: int, n: int, seed: int, dtype=np.int64) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    if dtype == AFFINE:
+        out = []
+        for _ in range(p):
+            a = np.empty(n, AFFINE)
+            a["a"] = rng.integers(-3, 4, n)
+            a["b"] = rng.integers(-5, 6, n)
+            out.append(a)
+        return out
+    return [rng.integers(-50, 50, n).astype(dtype) for _ in range(p)]
+
+
+@pytest.mark.parametrize("p", SIZES)
+@pytest.mark.parametrize("n", [0, 1, 7, 23])
+@pytest.mark.parametrize(
+    "alg", ["linear", "binomial", "recursive_doubling", "ring", "rabenseifner"]
+)
+def test_allreduce(p, n, alg):
+    xs = _data(p, n, p * 100 + n)
+    out = [np.zeros(n, np.int64) for _ in range(p)]
+    build = getattr(ar, f"allreduce_{alg}")
+    kw = {"segment": 16} if alg == "ring" else {}
+    simulate([build(xs[r], out[r], parse_op("sum"), r, p, **kw) for r in range(p)])
+    for r in range(p):
+        np.testing.assert_array_equal(out[r], sum(xs))
+
+
+@pytest.mark.parametrize("p", SIZES)
+@pytest.mark.parametrize("alg", ["linear", "binomial", "recursive_doubling"])
+def test_allreduce_noncommutative_in_place(p, alg):
+    xs = _data(p, 5, p, AFFINE)
+    bufs = [x.copy() for x in xs]
+    op = parse_op(affine)
+    build = getattr(ar, f"allreduce_{alg}")
+    simulate([build(bufs[r], bufs[r], op, r, p) for r in range(p)])
+    ref = reduce_serial(xs, affine)
+    for r in range(p):
+        assert (bufs[r] == ref).all()
+
+
+@pytest.mark.parametrize("p", SIZES)
+@pytest.mark.parametrize("alg", ["linear", "binomial", "rabenseifner"])
+def test_reduce_every_root(p, alg):
+    for root in range(p):
+        xs = _data(p, 11, root)
+        out = np.zeros(11, np.int64)
+        build = getattr(ar, f"reduce_{alg}")
+        simulate([build(xs[r], out if r == root else None, parse_op("sum"), root, r, p)
+                  for r in range(p)])
+        np.testing.assert_array_equal(out, sum(xs))
+
+
+@pytest.mark.parametrize("p", SIZES)
+def test_reduce_binomial_noncommutative(p):
+    for root in range(p):
+        xs = _data(p, 3, root, AFFINE)
+        out = np.zeros(3, AFFINE)
+        simulate([ar.reduce_binomial(xs[r], out if r == root else None, parse_op(affine), root,
+                                     r, p) for r in range(p)])
+        assert (out == reduce_serial(xs, affine)).all()
+
+
+@pytest.mark.parametrize("p", SIZES)
+@pytest.mark.parametrize("alg", ["linear", "binomial", "ring", "rabenseifner"])
+def test_reduce_scatter(p, alg):
+    rng = np.random.default_rng(p)
+    counts = [int(c) for c in rng.integers(0, 5, p)]
+    n = sum(counts)
+    xs = _data(p, n, 3)
+    d = ag.displacements(counts)
+    out = [np.zeros(counts[r], np.int64) for r in range(p)]
+    build = getattr(ar, f"reduce_scatter_{alg}")
+    kw = {"segment": 8} if alg == "ring" else {}
+    simulate([build(xs[r], out[r], counts, parse_op("sum"), r, p, **kw) for r in range(p)])
+    total = sum(xs)
+    for r in range(p):
+        np.testing.assert_array_equal(out[r], total[d[r] : d[r + 1]])
+
+
+@pytest.mark.parametrize("p", SIZES)
+@pytest.mark.parametrize("alg", ["linear", "binomial", "ring"])
+def test_bcast(p, alg):
+    for root in range(p):
+        bufs = [np.arange(13) * (r == root) for r in range(p)]
+        build = getattr(ag, f"bcast_{alg}")
+        kw = {"segment": 24} if alg == "ring" else {}
+        simulate([build(bufs[r], root, r, p, **kw) for r in range(p)])
+        for b in bufs:
+            np.testing.assert_array_equal(b, np.arange(13))
+
+
+@pytest.mark.parametrize("p", SIZES)
+@pytest.mark.parametrize("alg", ["linear", "binomial"])
+def test_gatherv_scatterv(p, alg):
+    rng = np.random.default_rng(p)
+    counts = [int(c) for c in rng.integers(0, 4, p)]
+    d = ag.displacements(counts)
+    full = np.arange(d[-1]) + 100
+    for root in range(p):
+        out = np.zeros(d[-1], np.int64)
+        g = getattr(ag, f"gatherv_{alg}")
+        simulate([g(full[d[r] : d[r + 1]].copy(), out if r == root else None, counts, root, r, p,
+                    *([np.int64] if alg == "binomial" else [])) for r in range(p)])
+        np.testing.assert_array_equal(out, full)
+        parts = [np.zeros(counts[r], np.int64) for r in range(p)]
+        sc = getattr(ag, f"scatterv_{alg}")
+        simulate([sc(full if r == root else None, parts[r], counts, root, r, p,
+                     *([np.int64] if alg == "binomial" else [])) for r in range(p)])
+        for r in range(p):
+            np.testing.assert_array_equal(parts[r], full[d[r] : d[r + 1]])
+
+
+@pytest.mark.parametrize("p", SIZES)
+@pytest.mark.parametrize("alg", ["linear", "binomial", "ring", "recursive_doubling", "bruck"])
+@pytest.mark.parametrize("in_place", [False, True])
+def test_allgatherv(p, alg, in_place):
+    rng = np.random.default_rng(p)
+    counts = [int(c) for c in rng.integers(0, 4, p)]
+    d = ag.displacements(counts)
+    full = np.arange(d[-1]) * 3
+    outs = [np.zeros(d[-1], np.int64) for _ in range(p)]
+    if in_place:
+        for r in range(p):
+            outs[r][d[r] : d[r + 1]] = full[d[r] : d[r + 1]]
+    build = getattr(ag, f"allgatherv_{alg}")
+    simulate([build(None if in_place else full[d[r] : d[r + 1]].copy(), outs[r], counts, r, p)
+              for r in range(p)])
+    for o in outs:
+        np.testing.assert_array_equal(o, full)
+
+
+@pytest.mark.parametrize("p", SIZES)
+@pytest.mark.parametrize("alg", ["linear", "pairwise"])
+def test_alltoallv(p, alg):
+    rng = np.random.default_rng(p)
+    c = rng.integers(0, 4, (p, p))  # c[i, j]: i sends to j
+    sends = [np.arange(c[i].sum()) + 1000 * i for i in range(p)]
+    recvs = [np.zeros(c[:, j].sum(), np.int64) for j in range(p)]
+    build = getattr(a2a, f"alltoallv_{alg}")
+    simulate([build(sends[r], c[r].tolist(), recvs[r], c[:, r].tolist(), r, p)
+              for r in range(p)])
+    for j in range(p):
+        ref = np.concatenate(
+            [sends[i][ag.displacements(c[i])[j] : ag.displacements(c[i])[j + 1]] for i in range(p)]
+        )
+        np.testing.assert_array_equal(recvs[j], ref)
+
+
+@pytest.mark.parametrize("p", SIZES)
+@pytest.mark.parametrize("count", [0, 1, 3])
+def test_alltoall_bruck(p, count):
+    sends = [np.arange(p * count) + 100 * r for r in range(p)]
+    recvs = [np.zeros(p * count, np.int64) for _ in range(p)]
+    simulate([a2a.alltoall_bruck(sends[r], recvs[r], count, r, p) for r in range(p)])
+    for j in range(p):
+        ref = np.concatenate([sends[i][j * count : (j + 1) * count] for i in range(p)])
+        np.testing.assert_array_equal(recvs[j], ref)
+
+
+@pytest.mark.parametrize("p", SIZES)
+@pytest.mark.parametrize("alg", ["linear", "dissemination"])
+def test_barrier(p, alg):
+    simulate([getattr(a2a, f"barrier_{alg}")(r, p) for r in range(p)])
+
+
+def test_ring_rejects_noncommutative():
+    with pytest.raises(ValueError, match="commutative"):
+        ar.allreduce_ring(np.zeros(3), np.zeros(3), parse_op(Op(np.subtract)), 0, 2)

@@ -1,0 +1,191 @@
+"""SliceService (the MPI engine) against the serial reference at 1-4 ranks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from parvox.testing import mpi_test
+
+
+def _store(rgb: bool = False, corrupt: bool = False) -> tuple[str, np.ndarray]:
+    """A store made on rank 0 (same path on every rank) and the volume it holds."""
+    import os
+    import tempfile
+
+    from mpi4py import MPI
+
+    from tests.server._helpers import make_store, sample_volume
+
+    comm = MPI.COMM_WORLD
+    path = None
+    if comm.Get_rank() == 0:
+        path = os.path.join(tempfile.mkdtemp(prefix="pvx-engine-"), "store")
+        make_store(path, rgb=rgb)
+        if corrupt:
+            _corrupt_extent(path, (1, 1, 1))
+    path = comm.bcast(path, root=0)
+    return path, sample_volume(rgb=rgb)
+
+
+def _corrupt_extent(path: str, key: tuple[int, int, int]) -> None:
+    from parvox.volume import VolumeStore
+
+    with VolumeStore(path) as store:
+        disk, offset = store.locate(*key)
+        name = store.file_path(disk)
+    with open(name, "r+b") as fh:
+        fh.seek(offset + 100)
+        byte = fh.read(1)
+        fh.seek(offset + 100)
+        fh.write(bytes([byte[0] ^ 0xFF]))
+
+
+def _planes(service, n: int, seed: int):
+    rng = np.random.default_rng(seed)
+    shape = np.asarray(service.meta.shape, dtype=np.float64)
+    out = []
+    for k in range(n):
+        center = tuple(rng.uniform(0.2, 0.8, 3) * (shape - 1))
+        size = (int(rng.integers(9, 40)), int(rng.integers(9, 40)))
+        zoom = 1 + k % 3
+        if k % 2:
+            plane = service.plane(center=center, normal=tuple(rng.normal(size=3)), size=size,
+                                  zoom=zoom, step=float(rng.uniform(0.4, 1.3)))
+        else:
+            plane = service.plane(center=center, u=tuple(rng.normal(size=3)),
+                                  v=tuple(rng.normal(size=3)), size=size, zoom=zoom)
+        out.append(plane)
+    return out
+
+
+def _check(vol: np.ndarray, plane, raw: np.ndarray) -> None:
+    from parvox.slicing import reference_slice
+
+    ref = reference_slice(vol, plane)
+    assert raw.shape == ref.shape
+    np.testing.assert_allclose(raw, ref, rtol=1e-5, atol=1e-3)
+
+
+@mpi_test(ranks=(1, 2, 3, 4), timeout=180)
+def test_slices_equal_the_serial_reference_scalar_and_rgb():
+    from mpi4py import MPI
+
+    from parvox.server.engine import SliceService
+
+    comm = MPI.COMM_WORLD
+    for rgb in (False, True):
+        path, vol = _store(rgb=rgb)
+        # small batches and window 1: many tokens per slice, flow control on the hot path
+        with SliceService(path, comm, batch=3, window=1, cache_bytes=1 << 16) as service:
+            if comm.Get_rank() == 0:
+                planes = _planes(service, 8, seed=3 + rgb)
+                futures = [service.submit(p) for p in planes]  # all in flight at once
+                for plane, fut in zip(planes, futures, strict=True):
+                    _check(vol, plane, fut.result(timeout=120))
+                stats = service.stats()
+                assert stats["slices_served"] == len(planes)
+                assert stats["bytes_read"] > 0
+                assert [r["rank"] for r in stats["ranks"]] == list(range(comm.Get_size()))
+                service.flow.stop_all()
+            else:
+                service.flow.serve_forever()
+
+
+@mpi_test(ranks=(1, 2, 3, 4), timeout=180)
+def test_slice_outside_the_volume_is_zero_and_overview_has_three_views():
+    from mpi4py import MPI
+
+    from parvox.server.engine import SliceService
+
+    comm = MPI.COMM_WORLD
+    path, vol = _store()
+    with SliceService(path, comm) as service:
+        if comm.Get_rank() == 0:
+            far = service.plane(center=(500, 500, 500), normal=(1, 0, 0), size=(7, 5))
+            assert not service.extract(far).any()
+            views = service.overview_views()
+            assert sorted(views) == ["axial", "coronal", "sagittal"]
+            assert service.overview()[:4] == b"\x89PNG"
+            g = views["coronal"]
+            plane = service.plane(center=g["center"], u=g["u"], v=g["v"], size=g["size"],
+                                  step=g["step"])
+            _check(vol, plane, service.extract(plane))
+            service.flow.stop_all()
+        else:
+            service.flow.serve_forever()
+
+
+@mpi_test(ranks=(1, 2, 3, 4), timeout=180)
+def test_checksum_failure_names_the_extent_and_other_requests_go_on():
+    from mpi4py import MPI
+
+    from parvox.dataflow import DataflowError
+    from parvox.server.engine import SliceService
+
+    comm = MPI.COMM_WORLD
+    path, vol = _store(corrupt=True)
+    with SliceService(path, comm, cache_bytes=0) as service:
+        if comm.Get_rank() == 0:
+            # extent (1, 1, 1) holds voxels z 8..15, y 16..31, x 16..31
+            bad = service.plane(center=(12, 24, 24), normal=(1, 0, 0), size=(10, 10))
+            good = service.plane(center=(30, 10, 10), normal=(1, 0, 0), size=(6, 6))
+            with pytest.raises(DataflowError) as info:
+                service.extract(bad)
+            assert info.value.kind == "ChecksumError"
+            assert "(1, 1, 1)" in str(info.value)
+            _check(vol, good, service.extract(good))
+            with pytest.raises(DataflowError):
+                service.extract(bad)
+            assert service.stats()["errors"] == 2
+            service.flow.stop_all()
+        else:
+            service.flow.serve_forever()
+
+
+@mpi_test(ranks=(1, 3), timeout=180)
+def test_bounded_queue_rejects_when_full():
+    from mpi4py import MPI
+
+    from parvox.server.engine import ServerBusy, SliceService
+
+    comm = MPI.COMM_WORLD
+    path, _ = _store()
+    with SliceService(path, comm, max_pending=1) as service:
+        if comm.Get_rank() == 0:
+            # a big request keeps the single pending slot busy for a while
+            big = service.plane(center=(20, 24, 28), normal=(1, 1, 1), size=(1024, 1024), zoom=4,
+                                step=0.05)
+            fut = service.submit(big)
+            with pytest.raises(ServerBusy, match="pending"):
+                service.submit(big)
+            fut.result(timeout=150)
+            assert service.stats()["rejected_busy"] == 1
+            service.flow.stop_all()
+        else:
+            service.flow.serve_forever()
+
+
+@mpi_test(ranks=(2, 3, 4), timeout=180)
+def test_configuration_map_moves_the_work_and_keeps_the_slice():
+    from mpi4py import MPI
+
+    from parvox.server.engine import SliceService
+    from parvox.volume import DiskMap
+
+    comm = MPI.COMM_WORLD
+    size = comm.Get_size()
+    path, vol = _store()
+    # every disk on the last rank: rank 0 only splits and merges
+    dmap = DiskMap(tuple([size - 1] * 5), size)
+    with SliceService(path, comm, disk_map=dmap) as service:
+        if comm.Get_rank() == 0:
+            planes = _planes(service, 4, seed=9)
+            for plane in planes:
+                _check(vol, plane, service.extract(plane))
+            assert service.flow.status()["tokens"] == 0
+            assert service.flow.max_inflight[size - 1] >= 1
+            assert all(m == 0 for m in service.flow.max_inflight[: size - 1])
+            service.flow.stop_all()
+        else:
+            service.flow.serve_forever()

@@ -1,0 +1,144 @@
+"""Serial extraction against scipy.ndimage.map_coordinates(order=1, mode='constant')."""
+
+import numpy as np
+import pytest
+
+from parvox.slicing import (
+    Part,
+    Plane,
+    SliceEngine,
+    extract_part,
+    finish_slice,
+    merge_parts,
+    pack_parts,
+    reference_slice,
+    unpack_parts,
+)
+from parvox.volume import Layout, ingest_array
+
+SHAPE = (37, 45, 53)
+
+
+def _volume(kind, seed=5):
+    rng = np.random.default_rng(seed)
+    if kind == "float32":
+        return (rng.random(SHAPE, dtype=np.float32) * 100).astype(np.float32)
+    if kind == "uint16":
+        return rng.integers(0, 65536, SHAPE).astype(np.uint16)
+    if kind == "rgb":
+        return rng.integers(0, 256, (*SHAPE, 3)).astype(np.uint8)
+    return rng.integers(0, 256, SHAPE).astype(np.uint8)
+
+
+def _planes(rng, spacing, n):
+    for t in range(n):
+        c = rng.uniform(-4, np.array(SHAPE) + 4)
+        u, v = rng.normal(size=3), rng.normal(size=3)
+        if t % 7 == 0:  # axis-aligned through voxel centres, reaching the last voxel
+            c = np.round(c).clip(0, np.array(SHAPE) - 1)
+            u, v = (0, 0, 1), (0, 1, 0)
+        yield Plane(center=c, u=u, v=v, size=tuple(int(s) for s in rng.integers(1, 48, 2)),
+                    step=float(rng.uniform(0.4, 1.6)), zoom=int(rng.integers(1, 4)),
+                    spacing=spacing)
+
+
+def _check(got, ref, dtype):
+    if np.dtype(dtype).kind == "f":
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5 * max(1.0, np.abs(ref).max()))
+    else:
+        diff = np.abs(got.astype(np.int64) - np.rint(ref).astype(np.int64))
+        assert diff.max(initial=0) <= 1
+
+
+@pytest.mark.parametrize("kind", ["float32", "uint8", "uint16", "rgb"])
+@pytest.mark.parametrize("extent", [(17, 32, 32), (5, 7, 6)])
+def test_random_planes_match_map_coordinates(tmp_path, kind, extent):
+    from mpi4py import MPI
+
+    vol = _volume(kind)
+    spacing = (1.0, 1.0, 1.0) if kind == "uint16" else (2.5, 0.9, 0.7)
+    path = ingest_array(vol, tmp_path / "s", ndisks=3, extent=extent, spacing=spacing,
+                        progress=False)
+    rng = np.random.default_rng(hash((kind, extent)) % 2**32)
+    with SliceEngine(path, comm=MPI.COMM_SELF, cache_bytes=1 << 20) as eng:
+        for plane in _planes(rng, spacing, 25):
+            ref = reference_slice(vol, plane)
+            raw = eng.extract(plane, raw=True)
+            assert raw.dtype == np.float32 and raw.shape == ref.shape
+            np.testing.assert_allclose(raw, ref, rtol=1e-5, atol=1e-5 * max(1, np.abs(ref).max()))
+            got = eng.extract(plane)
+            assert got.dtype == vol.dtype
+            _check(got, ref, vol.dtype)
+
+
+def test_compute_threads_give_the_same_slice(tmp_path):
+    from mpi4py import MPI
+
+    vol = _volume("rgb")
+    path = ingest_array(vol, tmp_path / "s", ndisks=2, extent=(5, 7, 6), progress=False)
+    rng = np.random.default_rng(3)
+    with SliceEngine(path, comm=MPI.COMM_SELF) as one, SliceEngine(
+        path, comm=MPI.COMM_SELF, compute_threads=3
+    ) as three:
+        for plane in _planes(rng, (1.0, 1.0, 1.0), 6):
+            assert np.array_equal(one.extract(plane, raw=True), three.extract(plane, raw=True))
+    with pytest.raises(ValueError, match="compute_threads"):
+        SliceEngine(path, comm=MPI.COMM_SELF, compute_threads=0)
+
+
+def test_plane_outside_gives_zeros_and_part_roundtrip(tmp_path):
+    from mpi4py import MPI
+
+    vol = _volume("float32")
+    path = ingest_array(vol, tmp_path / "s", extent=(5, 7, 6), progress=False)
+    with SliceEngine(path, comm=MPI.COMM_SELF) as eng:
+        out = eng.extract(Plane(center=(500, 0, 0), u=(0, 0, 1), v=(0, 1, 0), size=(3, 4)))
+        assert out.shape == (3, 4) and not out.any()
+        plane = Plane(center=(18, 22, 26), u=(1, 1, 0), v=(0, 1, 1), size=(30, 30), zoom=2)
+        keys = eng.local_extents(plane)
+        parts = [extract_part(eng.reader.get(tuple(k)), tuple(k), eng.layout, plane) for k in keys]
+        parts = [p for p in parts if p.index.size]
+        back = unpack_parts(pack_parts(parts, 1), 1)
+        assert [p.extent for p in back] == [p.extent for p in parts]
+        # zoom: a pixel may take samples from several extents, whose sums add up
+        np.testing.assert_allclose(merge_parts(back, plane), reference_slice(vol, plane),
+                                   rtol=1e-5)
+        # without zoom the parts are disjoint
+        flat = Plane(center=(18, 22, 26), u=(1, 1, 0), v=(0, 1, 1), size=(30, 30))
+        idx = np.concatenate([
+            extract_part(eng.reader.get(tuple(k)), tuple(k), eng.layout, flat).index
+            for k in eng.local_extents(flat)
+        ])
+        assert len(idx) == len(np.unique(idx)) == 900
+
+
+def test_part_and_finish_bad_input():
+    lay = Layout((8, 8, 8), extent=(4, 4, 4))
+    plane = Plane(center=(4, 4, 4), u=(0, 0, 1), v=(0, 1, 0), size=(2, 2))
+    with pytest.raises(ValueError, match="block must have shape"):
+        extract_part(np.zeros((4, 4, 4), np.float32), (0, 0, 0), lay, plane)
+    assert finish_slice(np.array([-3.0, 70000.0], np.float32), "uint16").tolist() == [0, 65535]
+    assert unpack_parts(np.empty(0, np.uint8), 1) == []
+    assert merge_parts([Part(0, np.array([3]), np.array([[8.0]], np.float32))], plane)[1, 1] == 8
+
+
+@pytest.mark.parametrize("shape", [(1, 45, 53), (37, 1, 53), (2, 3, 2)])
+def test_degenerate_volumes(tmp_path, shape):
+    from mpi4py import MPI
+
+    vol = np.random.default_rng(9).random(shape, dtype=np.float32)
+    path = ingest_array(vol, tmp_path / "s", ndisks=2, extent=(5, 7, 6), progress=False)
+    rng = np.random.default_rng(10)
+    with SliceEngine(path, comm=MPI.COMM_SELF) as eng:
+        planes = [
+            Plane(center=(0, 22, 26), u=(0, 0, 1), v=(0, 1, 0), size=(45, 53)),
+            Plane(center=(18, 0, 26), u=(0, 0, 1), v=(1, 0, 0), size=(37, 53), zoom=2),
+            Plane(center=(0.5, 1, 1), u=(0, 0.3, 1), v=(1, 1, 0), size=(9, 9), step=0.3),
+        ] + [
+            Plane(center=rng.uniform(0, shape), u=rng.normal(size=3), v=rng.normal(size=3),
+                  size=(20, 20), step=0.5)
+            for _ in range(5)
+        ]
+        for plane in planes:
+            np.testing.assert_allclose(eng.extract(plane), reference_slice(vol, plane),
+                                       rtol=1e-5, atol=1e-6)

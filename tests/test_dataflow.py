@@ -1,0 +1,170 @@
+"""parvox.dataflow: split / pipelined stages / merge over MPI at 1-4 ranks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from parvox.dataflow import Operation, Stage, Token, pack, unpack
+from parvox.testing import mpi_test
+
+
+def _sum_op(size: int, candidates: bool = False) -> Operation:
+    """Tokens i carry arange(i, i + 7 + i % 5); stage 1 squares, stage 2 sums per token."""
+
+    def split(n: int):
+        for i in range(n):
+            dest = tuple(range(size)) if candidates else (i * 7) % size
+            yield Token(dest, {"i": i, "x": np.arange(i, i + 7 + i % 5, dtype=np.float64)})
+
+    def square(p):
+        return {"i": p["i"], "x": p["x"] ** 2}
+
+    def total(p):
+        from mpi4py import MPI
+
+        return (p["i"], np.array([p["x"].sum(), MPI.COMM_WORLD.Get_rank()]))
+
+    def merge(acc, r):
+        acc[r[0]] = r[1]
+        return acc
+
+    return Operation("sumsq", split, (Stage(square, "square", queue=2), Stage(total, "sum")),
+                     merge, init=lambda n: {})
+
+
+def _expected(n: int) -> dict[int, float]:
+    return {i: float((np.arange(i, i + 7 + i % 5, dtype=np.float64) ** 2).sum()) for i in range(n)}
+
+
+@mpi_test(ranks=(1, 2, 3, 4), timeout=120)
+def test_split_stages_merge_against_serial():
+    from mpi4py import MPI
+
+    from parvox.dataflow import Dataflow
+
+    comm = MPI.COMM_WORLD
+    size = comm.Get_size()
+    with Dataflow([_sum_op(size)], window=3) as flow:
+        if comm.Get_rank() == 0:
+            got = flow.run("sumsq", 41)
+            want = _expected(41)
+            assert sorted(got) == sorted(want)  # exactly one result per token
+            for i, (value, where) in got.items():
+                assert value == want[i]
+                assert where == (i * 7) % size  # ran on the rank the token named
+            assert max(flow.max_inflight) <= 3
+
+
+@mpi_test(ranks=(1, 2, 3, 4), timeout=120)
+def test_every_rank_is_an_origin_with_concurrent_requests():
+    from mpi4py import MPI
+
+    from parvox.dataflow import Dataflow
+
+    comm = MPI.COMM_WORLD
+    with Dataflow([_sum_op(comm.Get_size())], window=2, max_requests=4) as flow:
+        futures = [flow.submit("sumsq", 5 + k + comm.Get_rank()) for k in range(6)]
+        for k, fut in enumerate(futures):
+            n = 5 + k + comm.Get_rank()
+            got = fut.result(timeout=60)
+            assert {i: v for i, (v, _) in got.items()} == _expected(n)
+
+
+@mpi_test(ranks=(1, 2, 3, 4), timeout=120)
+def test_shortest_queue_spreads_tokens_within_window():
+    from mpi4py import MPI
+
+    from parvox.dataflow import Dataflow
+
+    comm = MPI.COMM_WORLD
+    size = comm.Get_size()
+    with Dataflow([_sum_op(size, candidates=True)], window=2) as flow:
+        if comm.Get_rank() == 0:
+            got = flow.run("sumsq", 60)
+            assert {i: v for i, (v, _) in got.items()} == _expected(60)
+            used = {int(where) for _, where in got.values()}
+            assert used == set(range(size))  # every candidate got work
+            assert max(flow.max_inflight) <= 2
+            assert all(m >= 1 for m in flow.max_inflight)
+
+
+def _failing_op(size: int) -> Operation:
+    def boom(x):
+        if int(x[0]) == 3:
+            raise OSError("disk on fire")
+        return x
+
+    return Operation("fail", lambda n: [Token(i % size, np.array([i])) for i in range(n)],
+                     (Stage(boom, "read"), Stage(lambda x: x * 2, "compute")),
+                     lambda acc, r: acc + int(r[0]), init=lambda n: 0)
+
+
+@mpi_test(ranks=(1, 2, 3, 4), timeout=120)
+def test_stage_error_names_rank_and_stage_and_runtime_goes_on():
+    from mpi4py import MPI
+
+    from parvox.dataflow import Dataflow, DataflowError
+
+    comm = MPI.COMM_WORLD
+    size = comm.Get_size()
+    with Dataflow([_failing_op(size), _sum_op(size)]) as flow:
+        if comm.Get_rank() == 0:
+            with pytest.raises(DataflowError) as info:
+                flow.run("fail", 8)
+            err = info.value
+            assert (err.rank, err.stage, err.kind) == (3 % size, "read", "OSError")
+            assert "disk on fire" in str(err)
+            assert flow.run("fail", 3) == 2 * (0 + 1 + 2)
+            assert {i: v for i, (v, _) in flow.run("sumsq", 9).items()} == _expected(9)
+
+
+@mpi_test(ranks=(2, 3), timeout=120)
+def test_heartbeat_reports_every_rank():
+    import time
+
+    from mpi4py import MPI
+
+    from parvox.dataflow import Dataflow
+
+    comm = MPI.COMM_WORLD
+    with Dataflow([_sum_op(comm.Get_size())], status=lambda: {"answer": 42}) as flow:
+        if comm.Get_rank() == 0:
+            flow.start_heartbeat(0.05)
+            deadline = time.monotonic() + 30
+            while len(flow.rank_status) < comm.Get_size() - 1 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert sorted(flow.rank_status) == list(range(1, comm.Get_size()))
+            assert all(s["answer"] == 42 for s in flow.rank_status.values())
+            assert flow.silent_ranks(after=20.0) == {}
+
+
+def test_wire_roundtrip_keeps_arrays_and_small_objects():
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    b = np.empty((0, 3), dtype=np.int64)
+    head, payload = unpack(pack({"k": 1}, ("x", [a, {"b": b, "n": 5}], 2.5)))
+    assert head == {"k": 1}
+    assert payload[0] == "x" and payload[2] == 2.5
+    np.testing.assert_array_equal(payload[1][0], a)
+    assert payload[1][1]["b"].shape == (0, 3) and payload[1][1]["n"] == 5
+    assert payload[1][0].ctypes.data % 16 == 0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "word"),
+    [({"dest": "0"}, "dest"), ({"dest": ()}, "dest")],
+)
+def test_bad_token(kwargs, word):
+    with pytest.raises((TypeError, ValueError), match=word):
+        Token(payload=None, **kwargs)
+
+
+def test_bad_operation_and_stage():
+    with pytest.raises(ValueError, match="stages"):
+        Operation("x", lambda r: [], (), lambda a, r: a)
+    with pytest.raises(ValueError, match="threads"):
+        Stage(abs, threads=0)
+    with pytest.raises(ValueError, match="queue"):
+        Stage(abs, queue=0)
+    with pytest.raises(TypeError, match="fn"):
+        Stage(3)  # type: ignore[arg-type]

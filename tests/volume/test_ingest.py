@@ -1,0 +1,194 @@
+"""Ingest from every source kind, atomicity, the extent reader; parallel ingest at 1-4 ranks."""
+
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+from parvox.testing import mpi_test
+from parvox.volume import ExtentReader, StoreError, VolumeStore, ingest, ingest_array
+from parvox.volume.store import MANIFEST, StoreWriter
+
+
+def _vol(shape=(23, 19, 17), seed=3):
+    return np.random.default_rng(seed).integers(0, 60000, size=shape).astype(np.uint16)
+
+
+def test_ingest_npy_tiff_file_tiff_folder(tmp_path):
+    import tifffile
+
+    vol = _vol()
+    np.save(tmp_path / "v.npy", vol)
+    tifffile.imwrite(tmp_path / "v.tif", vol)
+    folder = tmp_path / "slices"
+    folder.mkdir()
+    for z in range(vol.shape[0]):
+        tifffile.imwrite(folder / f"s{z:04d}.tif", vol[z])
+    for i, src in enumerate([tmp_path / "v.npy", tmp_path / "v.tif", folder]):
+        path = ingest(src, tmp_path / f"s{i}", ndisks=2, extent=(5, 7, 6), progress=False)
+        np.testing.assert_array_equal(VolumeStore(path).read_volume(), vol)
+    rgb = np.random.default_rng(1).integers(0, 256, size=(6, 9, 10, 3), dtype=np.uint8)
+    tifffile.imwrite(tmp_path / "rgb.tif", rgb, photometric="rgb")
+    path = ingest(tmp_path / "rgb.tif", tmp_path / "srgb", extent=(5, 7, 6), progress=False)
+    assert VolumeStore(path).meta.channels == 3
+    np.testing.assert_array_equal(VolumeStore(path).read_volume(), rgb)
+
+
+def test_ingest_nifti_and_zarr(tmp_path):
+    import nibabel
+    import zarr
+
+    vol = _vol().astype(np.int16)  # converted to float32
+    img = nibabel.Nifti1Image(vol.transpose(2, 1, 0), np.diag([0.5, 0.8, 2.0, 1.0]))
+    img.header.set_zooms((0.5, 0.8, 2.0))
+    nibabel.save(img, tmp_path / "v.nii.gz")
+    path = ingest(tmp_path / "v.nii.gz", tmp_path / "n", extent=(5, 7, 6), progress=False)
+    store = VolumeStore(path)
+    assert store.meta.spacing == (2.0, 0.8, 0.5) and store.meta.dtype == "float32"
+    np.testing.assert_array_equal(store.read_volume(), vol.astype(np.float32))
+    z = zarr.create_array(str(tmp_path / "v.zarr"), shape=vol.shape, chunks=(5, 7, 6),
+                          dtype="uint16")
+    z[:] = vol.astype(np.uint16)
+    path = ingest(tmp_path / "v.zarr", tmp_path / "z", ndisks=3, extent=(4, 4, 4),
+                  progress=False)
+    np.testing.assert_array_equal(VolumeStore(path).read_volume(), vol.astype(np.uint16))
+
+
+def test_ingest_bad_input(tmp_path):
+    with pytest.raises(ValueError, match="does not exist"):
+        ingest(tmp_path / "nope.npy", tmp_path / "s", progress=False)
+    (tmp_path / "x.txt").write_text("hi")
+    with pytest.raises(ValueError, match="unknown kind"):
+        ingest(tmp_path / "x.txt", tmp_path / "s", progress=False)
+    with pytest.raises(ValueError, match="shape"):
+        ingest_array(np.zeros((3, 4)), tmp_path / "s", progress=False)
+    with pytest.raises(ValueError, match="RGB"):
+        ingest_array(np.zeros((3, 4, 5, 3), np.uint16), tmp_path / "s", progress=False)
+    ingest_array(np.zeros((3, 4, 5)), tmp_path / "s", progress=False)
+    with pytest.raises(ValueError, match="already exists"):
+        ingest_array(np.zeros((3, 4, 5)), tmp_path / "s", progress=False)
+    p = ingest_array(np.ones((3, 4, 5), np.uint8), tmp_path / "s", overwrite=True, progress=False)
+    assert VolumeStore(p).read_volume().min() == 1
+
+
+def test_failed_ingest_leaves_nothing(tmp_path, monkeypatch):
+    calls = []
+    real = StoreWriter.write_extent
+
+    def failing(self, *args):
+        calls.append(1)
+        if len(calls) == 3:
+            raise OSError("disk full (simulated)")
+        return real(self, *args)
+
+    monkeypatch.setattr(StoreWriter, "write_extent", failing)
+    with pytest.raises(OSError, match="disk full"):
+        ingest_array(_vol(), tmp_path / "s", ndisks=2, extent=(5, 7, 6), progress=False)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_killed_ingest_never_opens_as_valid(tmp_path):
+    script = textwrap.dedent(
+        f"""
+        import time, numpy as np
+        from parvox.volume import ingest, ArraySource
+        class Slow(ArraySource):
+            def read_slab(self, z0, z1):
+                open({str(tmp_path / "started")!r}, "w").close()
+                time.sleep(0.5)
+                return super().read_slab(z0, z1)
+        ingest(Slow(np.ones((40, 8, 8), np.uint8)), {str(tmp_path / "s")!r}, ndisks=2,
+               extent=(4, 4, 4), progress=False)
+        """
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script])
+    t0 = time.monotonic()
+    while not (tmp_path / "started").exists() and time.monotonic() - t0 < 60:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not (tmp_path / "s").exists()
+    with pytest.raises(StoreError):
+        VolumeStore(tmp_path / "s")
+    leftovers = [p for p in tmp_path.iterdir() if p.name.startswith(".s.tmp")]
+    assert leftovers and not (leftovers[0] / MANIFEST).exists()
+    with pytest.raises(StoreError):
+        VolumeStore(leftovers[0])
+
+
+def test_reader_cache_counters_lru_and_evict(tmp_path):
+    vol = _vol()
+    path = ingest_array(vol, tmp_path / "s", ndisks=2, extent=(5, 7, 6), progress=False)
+    store = VolumeStore(path)
+    keys = list(store.layout.extents())
+    slot = store.meta.slot_bytes
+    pool = ExtentReader(store, cache_bytes=1 << 20, threads=3)
+    got = dict(pool.read_many(keys))
+    assert sorted(got) == keys
+    for k in keys:
+        np.testing.assert_array_equal(got[k], store.read_extent(*k))
+    pool.close()
+    reader = ExtentReader(store, cache_bytes=3 * slot + 10, threads=1)
+    list(reader.read_many(keys))
+    assert (reader.stats.hits, reader.stats.misses) == (0, len(keys))
+    assert reader.stats.bytes_read == len(keys) * slot
+    assert reader.cached_bytes <= 3 * slot + 10
+    # the most recent three are cached, the first is not
+    got_last = dict(reader.read_many(keys[-3:]))
+    assert reader.stats.hits == 3 and len(got_last) == 3
+    reader.get(keys[0])
+    assert reader.stats.misses == len(keys) + 1
+    reader.clear()
+    assert reader.cached_bytes == 0
+    cold = ExtentReader(store, cache_bytes=0, evict=True)
+    list(cold.read_many(keys[:4]))
+    cold.drop_page_cache()
+    assert cold.stats.misses == 4 and cold.cached_bytes == 0
+    reader.close()
+    with pytest.raises(ValueError, match="cache_bytes"):
+        ExtentReader(store, cache_bytes=-1)
+
+
+@mpi_test(ranks=(1, 2, 3, 4), timeout=120)
+def test_parallel_ingest_each_rank_writes_its_disks():
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from mpi4py import MPI
+
+    from parvox.volume import VolumeStore, ingest, parse_disk_map
+
+    comm = MPI.COMM_WORLD
+    rank, size = comm.Get_rank(), comm.Get_size()
+    root = Path(comm.bcast(tempfile.mkdtemp() if rank == 0 else None))
+    vol = np.random.default_rng(7).random((37, 45, 53), dtype=np.float32)
+    if rank == 0:
+        np.save(root / "v.npy", vol)
+    comm.Barrier()
+    path = ingest(root / "v.npy", root / "s", ndisks=5, extent=(5, 7, 6), progress=rank == 0)
+    store = VolumeStore(path)
+    np.testing.assert_array_equal(store.read_volume(), vol)
+    # a folder of TIFF slices, each rank reading the slabs it needs
+    if rank == 0:
+        import tifffile
+
+        (root / "tif").mkdir()
+        for z in range(vol.shape[0]):
+            tifffile.imwrite(root / "tif" / f"{z:03d}.tif", vol[z])
+    comm.Barrier()
+    path = ingest(root / "tif", root / "u", ndisks=4, extent=(17, 7, 32), progress=False)
+    np.testing.assert_array_equal(VolumeStore(path).read_volume(), vol)
+    # an explicit map: the last rank writes every disk
+    dmap = parse_disk_map({str(size - 1): [0, 1, 2]}, ndisks=3, nranks=size)
+    path = ingest(vol, root / "t", ndisks=3, extent=(17, 32, 32), disk_map=dmap,
+                  progress=False)
+    assert VolumeStore(path).verify() == []
+    comm.Barrier()
+    if rank == 0:
+        shutil.rmtree(root)
