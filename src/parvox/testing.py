@@ -160,7 +160,13 @@ def run_bodies(module: str, bodies: Sequence[_Body], nprocs: int) -> dict[str, t
                 output = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
                 output += f"\n(mpiexec killed after {limit:.0f} s)"
                 code = -1
-            passed = set(Path(passed_file).read_text().split())
+            # A body passed only if every rank says so: after one rank calls MPI_Abort, MPICH
+            # can let the others' pending barrier return, so rank 0 alone proves nothing.
+            seen: dict[str, set[str]] = {}
+            for line in Path(passed_file).read_text().splitlines():
+                name, _, who = line.partition(" ")
+                seen.setdefault(name, set()).add(who)
+            passed = {name for name, ranks in seen.items() if len(ranks) == nprocs}
         finally:
             os.unlink(passed_file)
         sections = _split_sections(output)
@@ -226,9 +232,8 @@ def _main(argv: Sequence[str] | None = None) -> None:
             comm.Abort(1)
         faulthandler.cancel_dump_traceback_later()
         comm.Barrier()
-        if rank == 0:
-            with open(args.passed, "a") as fh:
-                fh.write(name + "\n")
+        with open(args.passed, "a") as fh:  # one short O_APPEND write per rank: atomic
+            fh.write(f"{name} {rank}\n")
 
 
 if __name__ == "__main__":
