@@ -127,3 +127,29 @@ def test_sigint_stops_every_rank_cleanly(store, tmp_path):
         assert "stopping" in srv.output()
     finally:
         srv.stop()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/stat") as fh:
+        return fh.read().split(")")[-1].split()[0] != "Z"  # a zombie has exited
+    return True
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["term", "int"])
+def test_signal_to_the_launcher_alone_stops_the_whole_job(store, tmp_path, sig):
+    """``kill PID`` of ``parvox serve`` (a service manager's stop) must not orphan the ranks."""
+    srv = Server(store, 3, logdir=tmp_path).wait_ready()
+    try:
+        pids = [_worker_pid(srv, r) for r in range(3)]
+        os.kill(srv.proc.pid, sig)  # the launcher only, not its process group
+        srv.proc.wait(timeout=30)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and any(_alive(p) for p in pids):
+            time.sleep(0.2)
+        assert not any(_alive(p) for p in pids), f"ranks left running:\n{srv.output()}"
+    finally:
+        srv.stop()

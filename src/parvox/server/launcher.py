@@ -19,6 +19,7 @@ import contextlib
 import json
 import os
 import select
+import signal
 import socket
 import subprocess
 import sys
@@ -86,7 +87,21 @@ def run_job(cmd: list[str]) -> int:
     fd, path = tempfile.mkstemp(prefix="parvox-serve-ranks-", suffix=".json")
     os.close(fd)
     os.unlink(path)
-    proc = subprocess.Popen(cmd, env={**os.environ, RANKS_FILE_ENV: path})
+    # mpiexec gets its own session: a terminal's Ctrl-C reaches only this launcher, which
+    # forwards exactly one SIGINT (a second one makes Hydra abort the job instead of letting
+    # rank 0 shut it down), and a SIGTERM/SIGHUP sent to this process alone (kill, a service
+    # manager) stops the job too instead of orphaning it.
+    proc = subprocess.Popen(cmd, env={**os.environ, RANKS_FILE_ENV: path}, start_new_session=True)
+    forwarded = False
+
+    def stop_job(signum: int = signal.SIGINT, frame: object = None) -> None:
+        nonlocal forwarded
+        if not forwarded and proc.poll() is None:
+            forwarded = True
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGINT)
+
+    previous = {s: signal.signal(s, stop_job) for s in (signal.SIGTERM, signal.SIGHUP)}
     died: list[int] = []
 
     def watcher() -> None:
@@ -112,10 +127,12 @@ def run_job(cmd: list[str]) -> int:
             try:
                 code = proc.wait()
                 break
-            except KeyboardInterrupt:  # mpiexec forwards it; rank 0 shuts the job down
-                continue
+            except KeyboardInterrupt:  # forwarded once; rank 0 then shuts the job down
+                stop_job()
         thread.join(timeout=2)
     finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
     return code if code != 0 or not died else 1
