@@ -8,7 +8,7 @@ Runs itself under ``mpiexec -n 2`` and ``-n 4``; in each job it measures
   multi-threaded local reduction, 1 to 8 blocks per rank (MPI always has one buffer per rank);
 * particle tracing (ABC flow, 8 blocks per rank) time against the number of arrivals waited for.
 
-Prints a table, saves ``bench/out/blocks.png`` (or ``--png``) and ends with
+Prints a table, saves ``bench/results/blocks.png`` (or ``--png``) and ends with
 ``ratio: parvox swap/MPI_Reduce_scatter+over = X`` for a 2048x2048 image at 2 ranks (1 block
 per rank, k = 2, best of the single/multi-threaded runs). ``--quick`` uses small images for the
 sweeps (the ratio line still uses 2048x2048) and finishes in under a minute; the full run
@@ -324,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sweeps, under a minute")
     parser.add_argument(
-        "--png", default=os.path.join(os.path.dirname(__file__), "out", "blocks.png")
+        "--png", default=os.path.join(os.path.dirname(__file__), "results", "blocks.png")
     )
     parser.add_argument("--ranks", default="2,4", help="rank counts to run (default 2,4)")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)

@@ -396,7 +396,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="2 ranks, sizes <= 32 MiB, < 1 min")
     ap.add_argument("--ranks", type=int, nargs="+", help="rank counts (default 2 4; quick 2)")
     ap.add_argument("--max-bytes", type=int, default=None, help="largest message (bytes)")
-    ap.add_argument("--out", type=Path, default=Path("out/nbcbench"), help="PNG directory")
+    ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results" / "nbcbench", help="PNG directory")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--json", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
