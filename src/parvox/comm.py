@@ -192,7 +192,18 @@ def _rank_or_none() -> int | None:
     return None
 
 
+#: Seconds a failing rank waits between printing its message and MPI_Abort: Hydra forwards a
+#: rank's stdout/stderr through its proxy, and an immediate abort can tear the job down before
+#: the proxy has read the pipe, losing exactly the message that says what failed.
+ABORT_GRACE_S = 0.5
+
+
 def _abort(code: int) -> None:
+    """Flush, let the launcher forward this rank's output, then abort the whole job."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    time.sleep(ABORT_GRACE_S)
     with contextlib.suppress(Exception):
         from mpi4py import MPI
 

@@ -213,6 +213,8 @@ def _main(argv: Sequence[str] | None = None) -> None:
 
     from mpi4py import MPI
 
+    from parvox.comm import _abort
+
     comm = MPI.COMM_WORLD
     rank = comm.Get_rank()
     mod = importlib.import_module(args.module)
@@ -229,7 +231,7 @@ def _main(argv: Sequence[str] | None = None) -> None:
             text = traceback.format_exc()
             sys.stdout.write(f"parvox-test: rank {rank} failed in {name}:\n{text}")
             sys.stdout.flush()
-            comm.Abort(1)
+            _abort(1)
         faulthandler.cancel_dump_traceback_later()
         comm.Barrier()
         with open(args.passed, "a") as fh:  # one short O_APPEND write per rank: atomic
