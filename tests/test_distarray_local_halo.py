@@ -9,8 +9,7 @@ import pytest
 
 from parvox.distarray import DistArray
 from parvox.testing import mpi_test
-
-_NP_MODE = {"reflect": "symmetric", "mirror": "reflect", "nearest": "edge", "wrap": "wrap"}
+from tests.test_distarray import NP_PAD as _NP_MODE
 
 
 def _check(shape: tuple[int, ...], nblocks: int, ghost: tuple[int, ...], mode: str, assignment: str) -> None:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from mpi4py import MPI
 
 __all__ = [
+    "MPI_JOB_ENV",
     "ParvoxError",
     "RankFailure",
     "Timers",
@@ -47,7 +48,7 @@ T = TypeVar("T")
 
 #: Environment variables that process managers set in every rank they start (MPICH/Hydra,
 #: PMIx-based launchers such as Open MPI's prterun and Slurm's ``srun --mpi=pmix``, PMI-2).
-_MPI_JOB_ENV = (
+MPI_JOB_ENV = (
     "PMI_RANK",
     "PMI_SIZE",
     "PMIX_RANK",
@@ -127,7 +128,7 @@ def in_mpi_job(environ: dict[str, str] | None = None) -> bool:
     False
     """
     env = os.environ if environ is None else environ
-    return any(name in env for name in _MPI_JOB_ENV)
+    return any(name in env for name in MPI_JOB_ENV)
 
 
 def find_mpiexec() -> str:

@@ -30,6 +30,7 @@ __all__ = [
     "BlockGrid",
     "parse_halo",
     "split_extent",
+    "split_owner",
     "split_sizes",
 ]
 
@@ -53,6 +54,21 @@ def split_extent(n: int, parts: int, index: int) -> tuple[int, int]:
     q, r = divmod(n, parts)
     start = index * q + min(index, r)
     return start, start + q + (1 if index < r else 0)
+
+
+def split_owner(n: int, parts: int, i: int) -> int:
+    """Which part holds item ``i`` when ``n`` items are split by :func:`split_extent`.
+
+    Examples
+    --------
+    >>> [split_owner(10, 3, i) for i in range(10)]
+    [0, 0, 0, 0, 1, 1, 1, 2, 2, 2]
+    """
+    if not 0 <= i < n:
+        raise ValueError(f"i must be in [0, {n}), got {i}")
+    q, r = divmod(n, parts)
+    big = r * (q + 1)
+    return i // (q + 1) if i < big else r + (i - big) // q
 
 
 def split_sizes(n: int, parts: int) -> list[int]:
@@ -342,10 +358,7 @@ class Assignment:
             raise ValueError(f"gid must be in [0, {self.nblocks}), got {gid}")
         if self.kind == "round_robin":
             return gid % self.nranks
-        # inverse of split_extent over ranks
-        q, r = divmod(self.nblocks, self.nranks)
-        big = r * (q + 1)
-        return gid // (q + 1) if gid < big else r + (gid - big) // q
+        return split_owner(self.nblocks, self.nranks, gid)
 
     def local_gids(self, rank: int) -> tuple[int, ...]:
         """The gids held by ``rank``, in increasing order."""

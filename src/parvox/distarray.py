@@ -42,7 +42,7 @@ import numpy as np
 from parvox import collectives
 from parvox.comm import get_comm, private_comm
 from parvox.decomposition import Assignment, BlockGrid, parse_halo
-from parvox.reductions import identity, mean_var, minmax, reduce_array
+from parvox.reductions import OPS, identity, mean_var, minmax, reduce_array
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -559,7 +559,7 @@ class DistArray:
         acc = np.array([identity(op, dt)], dtype=dt)
         for core in self.cores():
             if core.size:
-                acc = reduce_ufunc(op)(acc, np.asarray(local_op(core), dtype=dt).reshape(1))
+                acc = OPS[op](acc, np.asarray(local_op(core), dtype=dt).reshape(1))
         out = reduce_array(acc, op, root=root, comm=self.comm)  # type: ignore[arg-type]
         return None if out is None else out[0]
 
@@ -601,13 +601,6 @@ class DistArray:
         for src, dst in zip(self.blocks, out.blocks, strict=True):
             dst.data[...] = src.data
         return out
-
-
-def reduce_ufunc(op: str) -> np.ufunc:
-    """The NumPy ufunc of a reduction name."""
-    from parvox.reductions import OPS
-
-    return OPS[op]
 
 
 def _fold(pos: np.ndarray, n: int, mode: str) -> np.ndarray:

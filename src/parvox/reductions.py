@@ -34,6 +34,7 @@ __all__ = [
     "Moments",
     "identity",
     "mean_var",
+    "parse_op",
     "minmax",
     "reduce_array",
     "reduce_scalars",
@@ -52,20 +53,11 @@ OPS: dict[str, np.ufunc] = {
 }
 
 
-def _mpi_op(op: str) -> MPI.Op:
-    from mpi4py import MPI
-
-    try:
-        return {
-            "sum": MPI.SUM,
-            "prod": MPI.PROD,
-            "max": MPI.MAX,
-            "min": MPI.MIN,
-            "land": MPI.LAND,
-            "lor": MPI.LOR,
-        }[op]
-    except KeyError:
-        raise ValueError(f"op must be one of {sorted(OPS)}, got {op!r}") from None
+def parse_op(op: str) -> str:
+    """Check that ``op`` is one of :data:`OPS` (``ValueError`` naming it otherwise)."""
+    if op not in OPS:
+        raise ValueError(f"op must be one of {sorted(OPS)}, got {op!r}")
+    return op
 
 
 def identity(op: str, dtype: np.dtype | type) -> Any:
@@ -123,7 +115,7 @@ def reduce_array(
         The reduced array (``None`` on non-root ranks under RoR).
     """
     c = get_comm(comm)
-    mpi_op = _mpi_op(op)
+    parse_op(op)
     send = np.ascontiguousarray(array)
     if op in ("land", "lor") and send.dtype != np.bool_:
         send = send.astype(bool)
@@ -131,7 +123,6 @@ def reduce_array(
         raise TypeError(f"array must have a numeric or boolean dtype, got {send.dtype}")
     from parvox import collectives
 
-    _ = mpi_op  # validated above; the schedule engine maps the name itself
     if root is None:
         out = np.empty_like(send)
         collectives.allreduce(send.reshape(-1), out.reshape(-1), op=op, comm=c)

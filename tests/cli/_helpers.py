@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from parvox.comm import find_mpiexec
+from parvox.comm import MPI_JOB_ENV, find_mpiexec
 
 #: Seconds one launch may take before the test fails (ranks are oversubscribed on a loaded box).
 LAUNCH_TIMEOUT = 120
@@ -17,14 +17,7 @@ LAUNCH_TIMEOUT = 120
 
 def _env() -> dict[str, str]:
     env = dict(os.environ)
-    for name in (
-        "PMI_RANK",
-        "PMI_SIZE",
-        "PMIX_RANK",
-        "OMPI_COMM_WORLD_SIZE",
-        "MPI_LOCALNRANKS",
-        "HYDI_CONTROL_FD",
-    ):
+    for name in MPI_JOB_ENV:
         env.pop(name, None)  # never look like a rank of the pytest process's own job
     return env
 

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from parvox.blocks import _transport
 from parvox.comm import get_comm, private_comm
-from parvox.decomposition import Assignment, BlockGrid, parse_halo
+from parvox.decomposition import Assignment, BlockGrid, parse_halo, split_owner
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -350,9 +350,7 @@ class RegularDecomposer:
                 p %= n
             if not 0 <= p < n:
                 raise ValueError(f"point {tuple(point)} is outside the domain {self.shape}")
-            q, r = divmod(n, g)
-            big = r * (q + 1)
-            coords.append(p // (q + 1) if p < big else r + (p - big) // q)
+            coords.append(split_owner(n, g, p))
         return self.block_grid.gid(coords)
 
     def link(self, gid: int) -> Link:

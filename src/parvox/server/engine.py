@@ -60,7 +60,7 @@ from parvox.slicing import (
     unpack_parts,
 )
 from parvox.volume import DEFAULT_CACHE_BYTES, DiskMap, ExtentReader, VolumeStore
-from parvox.volume.config import default_disk_map
+from parvox.volume.config import resolve_disk_map
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -167,14 +167,7 @@ class SliceService:
         self.store = store if isinstance(store, VolumeStore) else VolumeStore(store, disks=())
         self.meta = self.store.meta
         self.layout = self.store.layout
-        if disk_map is None:
-            disk_map = default_disk_map(self.meta.ndisks, self.nranks)
-        elif disk_map.ndisks != self.meta.ndisks or disk_map.nranks != self.nranks:
-            raise ValueError(
-                f"disk_map is for {disk_map.ndisks} disks and {disk_map.nranks} ranks, not "
-                f"{self.meta.ndisks} and {self.nranks}"
-            )
-        self.disk_map = disk_map
+        self.disk_map = disk_map = resolve_disk_map(disk_map, self.meta.ndisks, self.nranks)
         self.store.check_files(disk_map.disks_of(self.rank))
         self._owner = np.asarray(disk_map.owner, dtype=np.int64)
         self.batch = int(batch)

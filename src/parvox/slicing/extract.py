@@ -36,7 +36,7 @@ from parvox.slicing.extents import extents_on_disks, grid_ranges
 from parvox.slicing.plane import Plane
 from parvox.slicing.resample import Part, extract_part, finish_slice, merge_parts
 from parvox.volume.cache import DEFAULT_CACHE_BYTES, ExtentReader
-from parvox.volume.config import DiskMap, default_disk_map
+from parvox.volume.config import DiskMap, resolve_disk_map
 from parvox.volume.layout import Layout
 from parvox.volume.store import VolumeStore
 
@@ -209,14 +209,7 @@ class SliceEngine:
         self.comm = get_comm(comm)
         self.rank = self.comm.Get_rank()
         meta = self.store.meta
-        if disk_map is None:
-            disk_map = default_disk_map(meta.ndisks, self.comm.Get_size())
-        elif disk_map.ndisks != meta.ndisks or disk_map.nranks != self.comm.Get_size():
-            raise ValueError(
-                f"disk_map is for {disk_map.ndisks} disks and {disk_map.nranks} ranks, not "
-                f"{meta.ndisks} and {self.comm.Get_size()}"
-            )
-        self.disk_map = disk_map
+        self.disk_map = disk_map = resolve_disk_map(disk_map, meta.ndisks, self.comm.Get_size())
         self.disks = disk_map.disks_of(self.rank)
         self.store.check_files(self.disks)
         self.layout = self.store.layout

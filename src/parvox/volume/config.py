@@ -22,7 +22,7 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["DiskMap", "default_disk_map", "load_disk_map", "parse_disk_map"]
+__all__ = ["DiskMap", "default_disk_map", "load_disk_map", "parse_disk_map", "resolve_disk_map"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +67,24 @@ def default_disk_map(ndisks: int, nranks: int) -> DiskMap:
     if ndisks < 1:
         raise ValueError(f"ndisks must be >= 1, got {ndisks}")
     return DiskMap(tuple(d % nranks for d in range(ndisks)), nranks)
+
+
+def resolve_disk_map(disk_map: DiskMap | None, ndisks: int, nranks: int) -> DiskMap:
+    """``disk_map``, checked against the store's disks and the job's ranks, or the default.
+
+    Examples
+    --------
+    >>> resolve_disk_map(None, 5, 2).owner
+    (0, 1, 0, 1, 0)
+    """
+    if disk_map is None:
+        return default_disk_map(ndisks, nranks)
+    if disk_map.ndisks != ndisks or disk_map.nranks != nranks:
+        raise ValueError(
+            f"disk_map is for {disk_map.ndisks} disks and {disk_map.nranks} ranks, "
+            f"not {ndisks} and {nranks}"
+        )
+    return disk_map
 
 
 def parse_disk_map(

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from parvox.comm import RankFailure, get_comm
-from parvox.volume.config import DiskMap, default_disk_map
+from parvox.volume.config import DiskMap, resolve_disk_map
 from parvox.volume.layout import DEFAULT_EXTENT
 from parvox.volume.sources import VolumeSource, open_source
 from parvox.volume.store import MANIFEST, StoreWriter, new_meta
@@ -105,13 +105,7 @@ def ingest(
     target = Path(store).absolute()
     if target.exists() and not overwrite:
         raise ValueError(f"store {target} already exists (pass overwrite=True to replace it)")
-    if disk_map is None:
-        disk_map = default_disk_map(ndisks, nranks)
-    elif disk_map.ndisks != ndisks or disk_map.nranks != nranks:
-        raise ValueError(
-            f"disk_map is for {disk_map.ndisks} disks and {disk_map.nranks} ranks, "
-            f"not {ndisks} and {nranks}"
-        )
+    disk_map = resolve_disk_map(disk_map, ndisks, nranks)
     meta = None
     temp = None
     if rank == 0:
