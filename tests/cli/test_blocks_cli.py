@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import subprocess
 import sys
 
@@ -14,23 +13,6 @@ from parvox.compositing import composite_serial, premultiply
 from parvox.particles import abc_field, seed_points, trace_serial
 from parvox.testing import mpi_test
 
-MINE = {"composite": "parvox.cli.composite", "trace": "parvox.cli.trace"}
-
-
-def _all_commands_importable() -> bool:
-    try:
-        for module in cli.SUBCOMMANDS.values():
-            importlib.import_module(module)
-    except ImportError:
-        return False
-    return True
-
-
-@pytest.fixture
-def only_mine(monkeypatch):
-    """Parse with these two commands only (others may live on other branches)."""
-    monkeypatch.setattr(cli, "SUBCOMMANDS", MINE)
-
 
 def _stack(path, b=6, seed=0):
     rng = np.random.default_rng(seed)
@@ -39,7 +21,7 @@ def _stack(path, b=6, seed=0):
     return stack
 
 
-def test_composite_and_trace_in_process(tmp_path, only_mine):
+def test_composite_and_trace_in_process(tmp_path):
     stack = _stack(tmp_path / "in.npy")
     assert (
         cli.main(["composite", str(tmp_path / "in.npy"), str(tmp_path / "out.npy"), "--k", "3,2"])
@@ -75,7 +57,7 @@ def test_composite_and_trace_in_process(tmp_path, only_mine):
         (["trace", "--field", "vortex", "-o", "{d}/o.npy"], "argument --field"),
     ],
 )
-def test_bad_command_lines_exit_2_naming_the_argument(tmp_path, only_mine, capsys, argv, needle):
+def test_bad_command_lines_exit_2_naming_the_argument(tmp_path, capsys, argv, needle):
     _stack(tmp_path / "in.npy")
     np.save(tmp_path / "bad.npy", np.zeros((3, 4)))
     with pytest.raises(SystemExit) as exc:
@@ -92,7 +74,6 @@ def test_composite_and_trace_under_mpi_equal_serial():
     from mpi4py import MPI
 
     comm = MPI.COMM_WORLD
-    cli.SUBCOMMANDS = MINE
     d = comm.bcast(tempfile.mkdtemp() if comm.Get_rank() == 0 else None)
     b = 4 * comm.Get_size()
     if comm.Get_rank() == 0:
@@ -113,7 +94,6 @@ def test_composite_and_trace_under_mpi_equal_serial():
         assert np.abs(np.load(f"{d}/t.npy") - ref).max() <= 1e-9
 
 
-@pytest.mark.skipif(not _all_commands_importable(), reason="other subcommands not merged yet")
 def test_dash_n_launches_mpiexec(tmp_path):
     stack = _stack(tmp_path / "in.npy", b=8)
     out = tmp_path / "out.npy"

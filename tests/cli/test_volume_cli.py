@@ -1,6 +1,5 @@
 """The ingest, info, verify, slice and phantom subcommands."""
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -10,18 +9,6 @@ import pytest
 
 import parvox.cli as cli
 from parvox.testing import mpi_test
-
-MINE = ("ingest", "info", "verify", "slice", "phantom")
-
-
-def _only_available(subcommands):
-    """Subcommands whose module exists (other branches add theirs)."""
-    return {k: v for k, v in subcommands.items() if importlib.util.find_spec(v) is not None}
-
-
-@pytest.fixture(autouse=True)
-def _subcommands(monkeypatch):
-    monkeypatch.setattr(cli, "SUBCOMMANDS", _only_available(cli.SUBCOMMANDS))
 
 
 def _run(argv, capsys):
@@ -153,10 +140,6 @@ def test_other_bad_input(tmp_path, capsys):
     assert code == 1 and "not a parvox volume store" in out
 
 
-@pytest.mark.skipif(
-    len(_only_available(cli.SUBCOMMANDS)) != len(cli.SUBCOMMANDS),
-    reason="other subcommand modules not merged yet (the launcher imports them all)",
-)
 def test_dash_n_launches_mpiexec(tmp_path):
     store = tmp_path / "s"
     base = [sys.executable, "-m", "parvox"]
@@ -176,7 +159,6 @@ def test_cli_in_parallel():
     from parvox.slicing import Plane, reference_slice
     from parvox.volume import phantom
 
-    cli.SUBCOMMANDS = _only_available(cli.SUBCOMMANDS)
     comm = MPI.COMM_WORLD
     root = Path(comm.bcast(tempfile.mkdtemp() if comm.Get_rank() == 0 else None))
     store = str(root / "s")

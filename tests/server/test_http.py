@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import io
 import subprocess
 import sys
@@ -128,8 +127,6 @@ sys.exit(cmd.run(args))
                   "--size", "33,41", "--zoom", "2"]),
 ])
 def test_png_is_what_parvox_slice_writes(server, store, tmp_path, query, argv):
-    if importlib.util.find_spec("parvox.cli.slice") is None:
-        pytest.skip("parvox slice is not on this branch yet")
     out = tmp_path / "s.png"
     subprocess.run([sys.executable, "-c", SLICE_CLI, str(store), *argv, "-o", str(out)],
                    check=True, timeout=120, capture_output=True)
