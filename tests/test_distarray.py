@@ -5,10 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from parvox.distarray import PAD_MODES
 from parvox.testing import mpi_test
-
-#: scipy.ndimage boundary mode -> the numpy.pad mode that extends an array the same way
-NP_PAD = {"reflect": "symmetric", "mirror": "reflect", "nearest": "edge", "wrap": "wrap"}
 
 LAYOUTS = [
     {},
@@ -27,7 +25,7 @@ def _padded(a, ghost, mode, cval):
     pads = [(g, g) for g in ghost]
     if mode == "constant":
         return np.pad(a, pads, mode="constant", constant_values=cval)
-    return np.pad(a, pads, mode=NP_PAD[mode])
+    return np.pad(a, pads, mode=PAD_MODES[mode])
 
 
 @mpi_test(timeout=120)

@@ -47,10 +47,18 @@ from parvox.reductions import OPS, identity, mean_var, minmax, reduce_array
 if TYPE_CHECKING:
     from mpi4py import MPI
 
-__all__ = ["MODES", "Block", "DistArray", "broadcast", "parse_mode"]
+__all__ = ["MODES", "PAD_MODES", "Block", "DistArray", "broadcast", "parse_mode"]
 
 #: Boundary modes of :meth:`DistArray.exchange_halo`, named as in ``scipy.ndimage``.
 MODES = ("reflect", "mirror", "nearest", "constant", "wrap")
+#: Each mode as the ``numpy.pad`` mode that extends an array the same way.
+PAD_MODES = {
+    "reflect": "symmetric",
+    "mirror": "reflect",
+    "nearest": "edge",
+    "constant": "constant",
+    "wrap": "wrap",
+}
 _ALIASES = {"grid-mirror": "reflect", "grid-constant": "constant", "grid-wrap": "wrap"}
 
 
