@@ -106,7 +106,7 @@ def worker(n: int, report: str, keep: str, breakdown: bool) -> None:
     }
     halo = {"gaussian": int(4.0 * SIGMA + 0.5), "median": SIZE // 2}
     for op in OPS:
-        figures[op], result = span(lambda: apply[op](d))
+        figures[op], result = span(lambda f=apply[op]: f(d))
         if breakdown:
             # where the time goes: the halo exchange alone (padded copy + messages) ...
             g = halo[op] if comm.Get_size() > 1 else 0

@@ -10,7 +10,9 @@ from parvox.slicing import (
     extract_part,
     finish_slice,
     merge_parts,
+    new_rows,
     pack_parts,
+    place_message,
     reference_slice,
     unpack_parts,
 )
@@ -110,6 +112,34 @@ def test_plane_outside_gives_zeros_and_part_roundtrip(tmp_path):
             for k in eng.local_extents(flat)
         ])
         assert len(idx) == len(np.unique(idx)) == 900
+
+
+def test_in_place_extraction_equals_the_merged_parts(tmp_path):
+    from mpi4py import MPI
+
+    vol = _volume("rgb")
+    path = ingest_array(vol, tmp_path / "s", ndisks=2, extent=(5, 7, 6), progress=False)
+    plane = Plane(center=(18, 22, 26), u=(1, 0.3, 0), v=(0, 1, 1), size=(33, 41))
+    with SliceEngine(path, comm=MPI.COMM_SELF) as eng:
+        keys = [tuple(k) for k in eng.local_extents(plane)]
+        blocks = [eng.reader.get(k) for k in keys]
+        parts = [extract_part(b, k, eng.layout, plane) for b, k in zip(blocks, keys, strict=True)]
+        want = merge_parts(parts, plane, 3)
+        rows = new_rows(plane, 3)
+        for b, k in zip(blocks, keys, strict=True):
+            assert extract_part(b, k, eng.layout, plane, out=rows).index.size == 0
+        np.testing.assert_array_equal(rows.reshape(want.shape), want)
+        # a message is placed whole, as its unpacked parts would be merged
+        rows = new_rows(plane, 3)
+        place_message(pack_parts([p for p in parts if p.index.size], 3), rows, 3)
+        np.testing.assert_array_equal(rows.reshape(want.shape), want)
+        with pytest.raises(ValueError, match="out"):
+            extract_part(blocks[0], keys[0], eng.layout, Plane(**{**_kw(plane), "zoom": 2}),
+                         out=rows)
+
+
+def _kw(plane):
+    return {"center": plane.center, "u": plane.u, "v": plane.v, "size": plane.size}
 
 
 def test_part_and_finish_bad_input():

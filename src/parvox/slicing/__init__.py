@@ -3,7 +3,9 @@
 The pieces are separate so that a server can pipeline them: :func:`extents_on_disks` (which
 extents a plane cuts on my disks), :class:`parvox.volume.ExtentReader` (read extents),
 :func:`extract_part` (extract and resample one extent's part), :func:`pack_parts` /
-:func:`unpack_parts` (one coalesced message) and :func:`merge_parts` (disjoint union).
+:func:`unpack_parts` (one coalesced message) and :func:`merge_parts` (disjoint union); with
+zoom 1 the root writes pixels straight into the slice's rows (:func:`new_rows`,
+:func:`place_message`) instead of merging parts.
 :func:`extract_slice` runs them all on every rank of a communicator.
 
 Examples
@@ -27,16 +29,26 @@ from parvox.slicing.extract import (
     extract_slice,
     message_request,
     pack_parts,
+    place_message,
     reference_slice,
     unpack_parts,
 )
 from parvox.slicing.plane import MAX_SIZE, MAX_ZOOM, Plane
-from parvox.slicing.resample import Part, extract_part, finish_slice, merge_parts
+from parvox.slicing.resample import (
+    Part,
+    PartExtractor,
+    extract_part,
+    finish_slice,
+    merge_parts,
+    new_rows,
+    place_rows,
+)
 
 __all__ = [
     "MAX_SIZE",
     "MAX_ZOOM",
     "Part",
+    "PartExtractor",
     "Plane",
     "SliceEngine",
     "SliceError",
@@ -51,7 +63,10 @@ __all__ = [
     "iter_cut_extents",
     "merge_parts",
     "message_request",
+    "new_rows",
     "pack_parts",
+    "place_message",
+    "place_rows",
     "reference_slice",
     "unpack_parts",
 ]

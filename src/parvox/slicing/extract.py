@@ -34,7 +34,14 @@ import numpy as np
 from parvox.comm import ParvoxError, get_comm
 from parvox.slicing.extents import extents_on_disks, grid_ranges
 from parvox.slicing.plane import Plane
-from parvox.slicing.resample import Part, extract_part, finish_slice, merge_parts
+from parvox.slicing.resample import (
+    Part,
+    PartExtractor,
+    finish_slice,
+    merge_parts,
+    new_rows,
+    place_rows,
+)
 from parvox.volume.cache import DEFAULT_CACHE_BYTES, ExtentReader
 from parvox.volume.config import DiskMap, resolve_disk_map
 from parvox.volume.layout import Layout
@@ -51,6 +58,7 @@ __all__ = [
     "extract_slice",
     "message_request",
     "pack_parts",
+    "place_message",
     "reference_slice",
     "unpack_parts",
 ]
@@ -67,29 +75,32 @@ def extract_parts(
     layout: Layout,
     ranges: np.ndarray | None = None,
     pool: cf.Executor | None = None,
+    out: np.ndarray | None = None,
 ) -> list[Part]:
     """Read ``keys`` through ``reader`` and extract each extent's part as soon as it is read.
 
     ``ranges`` (``(4, n)``, from ``extents_on_disks(..., return_ranges=True)``) saves
     recomputing the sample ranges. With ``pool`` (the seed's several ComputeServer threads
     per process) the kernels, which release the GIL, run in its threads. Empty parts (the
-    plane grazes an extent between samples) are dropped.
+    plane grazes an extent between samples) are dropped. With ``out`` (zoom 1: the slice's
+    rows from :func:`~parvox.slicing.resample.new_rows`) the pixels are written there and
+    no parts are returned.
     """
     keys = [tuple(int(k) for k in key) for key in keys]
     if not keys:
         return []
     rng = grid_ranges(plane, layout, np.asarray(keys)) if ranges is None else ranges
     ranges = dict(zip(keys, map(tuple, rng.T.tolist()), strict=True))
-    params = plane.kernel_params()
+    extractor = PartExtractor(layout, plane, out)
     if pool is not None:
         futures = [
-            pool.submit(extract_part, block, key, layout, plane, ranges[key], params)
+            pool.submit(extractor.extract, block, key, ranges[key])
             for key, block in reader.read_many(keys)
         ]
         return [p for p in (f.result() for f in futures) if p.index.size]
     parts = []
     for key, block in reader.read_many(keys):
-        part = extract_part(block, key, layout, plane, ranges[key], params)
+        part = extractor.extract(block, key, ranges[key])
         if part.index.size:
             parts.append(part)
     return parts
@@ -132,11 +143,10 @@ def message_request(buf: np.ndarray) -> int:
     return int(np.ascontiguousarray(buf[:8], dtype=np.uint8).view(np.int64)[0])
 
 
-def unpack_parts(buf: np.ndarray, channels: int) -> list[Part]:
-    """Inverse of :func:`pack_parts`."""
-    buf = np.ascontiguousarray(buf, dtype=np.uint8)
-    if buf.size == 0:
-        return []
+def _message_arrays(
+    buf: np.ndarray, channels: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Views of a :func:`pack_parts` buffer: (extents, counts, all indices, all values)."""
     n = int(buf[8:16].view(np.int64)[0])
     header = buf[: 8 * (2 + 2 * n)].view(np.int64)
     extents, counts = header[2::2], header[3::2]
@@ -145,6 +155,33 @@ def unpack_parts(buf: np.ndarray, channels: int) -> list[Part]:
     index = buf[pos : pos + 8 * total].view(np.int64)
     pos += 8 * total
     values = buf[pos : pos + 4 * total * channels].view(np.float32).reshape(total, channels)
+    return extents, counts, index, values
+
+
+def place_message(buf: np.ndarray, rows: np.ndarray, channels: int) -> None:
+    """Write the pixels of a zoom-1 :func:`pack_parts` buffer into slice ``rows`` at once.
+
+    Same result as ``merge_parts(unpack_parts(buf))`` without splitting it into parts.
+
+    Examples
+    --------
+    >>> rows = np.zeros((4, 1), np.float32)
+    >>> place_message(pack_parts([Part(3, np.array([2]), np.full((1, 1), 5.0))], 1), rows, 1)
+    >>> rows.ravel().tolist()
+    [0.0, 0.0, 5.0, 0.0]
+    """
+    buf = np.ascontiguousarray(buf, dtype=np.uint8)
+    if buf.size:
+        _, _, index, values = _message_arrays(buf, channels)
+        place_rows(rows, index, values)
+
+
+def unpack_parts(buf: np.ndarray, channels: int) -> list[Part]:
+    """Inverse of :func:`pack_parts`."""
+    buf = np.ascontiguousarray(buf, dtype=np.uint8)
+    if buf.size == 0:
+        return []
+    extents, counts, index, values = _message_arrays(buf, channels)
     parts = []
     start = 0
     for ext, cnt in zip(extents, counts, strict=True):
@@ -248,21 +285,33 @@ class SliceEngine:
         """The extents ``plane`` cuts on this rank's disks, in read order."""
         return extents_on_disks(plane, self.layout, self.disks)
 
-    def local_parts(self, plane: Plane) -> list[Part]:
-        """Read this rank's extents and extract their parts (I/O overlapping extraction)."""
+    def local_parts(self, plane: Plane, out: np.ndarray | None = None) -> list[Part]:
+        """Read this rank's extents and extract their parts (I/O overlapping extraction).
+
+        With ``out`` (zoom 1: slice rows from :func:`~parvox.slicing.resample.new_rows`) the
+        pixels are written there instead of returned as parts.
+        """
         t0 = time.perf_counter()
         keys, rng = extents_on_disks(plane, self.layout, self.disks, return_ranges=True)
-        parts = extract_parts(plane, self.reader, keys.tolist(), self.layout, rng, self._pool)
+        parts = extract_parts(
+            plane, self.reader, keys.tolist(), self.layout, rng, self._pool, out=out
+        )
         self.stats = SliceStats(len(keys), len(parts), 0, time.perf_counter() - t0)
         return parts
 
     def gather_parts(
-        self, parts: list[Part], root: int = 0, error: BaseException | None = None
+        self,
+        parts: list[Part],
+        root: int = 0,
+        error: BaseException | None = None,
+        rows: np.ndarray | None = None,
     ) -> list[Part] | None:
         """Send this rank's parts to ``root`` in one message; ``root`` returns all parts.
 
         A rank that failed (``error``) still takes part, sending nothing; ``root`` then raises
-        :class:`SliceError` with that rank's message, so no rank is left waiting.
+        :class:`SliceError` with that rank's message, so no rank is left waiting. With
+        ``rows`` (on ``root``, zoom 1) the other ranks' pixels are written there straight
+        from their messages and only ``parts`` is returned.
         """
         comm = self.comm
         if comm.Get_size() == 1:
@@ -297,7 +346,10 @@ class SliceEngine:
         for r in range(comm.Get_size()):
             if r != root and counts[r]:
                 chunk = recv[displs[r] : displs[r] + counts[r]]
-                allparts.extend(unpack_parts(chunk, self.channels))
+                if rows is not None:
+                    place_message(chunk, rows, self.channels)
+                else:
+                    allparts.extend(unpack_parts(chunk, self.channels))
         return allparts
 
     def extract(self, plane: Plane, root: int = 0, raw: bool = False) -> np.ndarray | None:
@@ -316,14 +368,20 @@ class SliceEngine:
         """
         error: BaseException | None = None
         parts: list[Part] = []
+        # zoom 1 on root: every pixel is written straight into the slice (parts are disjoint)
+        rows = new_rows(plane, self.channels) if plane.zoom == 1 and self.rank == root else None
         try:
-            parts = self.local_parts(plane)
+            parts = self.local_parts(plane, out=rows)
         except Exception as exc:  # reported to root inside the collective
             error = exc
-        allparts = self.gather_parts(parts, root, error)
+        allparts = self.gather_parts(parts, root, error, rows=rows)
         if allparts is None:
             return None
-        out = merge_parts(allparts, plane, self.channels)
+        if rows is None:
+            out = merge_parts(allparts, plane, self.channels)
+        else:
+            h, w = plane.size
+            out = rows.reshape(h, w) if self.channels == 1 else rows.reshape(h, w, self.channels)
         return out if raw else finish_slice(out, self.store.meta.dtype)
 
 

@@ -35,7 +35,15 @@ from parvox.slicing.extents import grid_ranges
 from parvox.slicing.plane import Plane
 from parvox.volume.layout import Layout
 
-__all__ = ["Part", "extract_part", "finish_slice", "merge_parts"]
+__all__ = [
+    "Part",
+    "PartExtractor",
+    "extract_part",
+    "finish_slice",
+    "merge_parts",
+    "new_rows",
+    "place_rows",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,20 +79,23 @@ def _owned(b0, b1, b2, prm, li, lo, hi, last):  # pragma: no cover
 
 
 @numba.njit(nogil=True, cache=True)
-def _extract_kernel(block, lo, hi, last, prm, k0, k1, l0, l1, zoom, width):  # pragma: no cover
+def _extract_kernel(block, lo, hi, last, prm, k0, k1, l0, l1, zoom, width, out):  # pragma: no cover
     # block: (ez+1, ey+1, ex+1, C); lo/hi: owned floor range [lo, hi) per axis (voxel indices);
     # last: n-1 per axis; prm: origin(3), dk(3), dl(3); samples k in [k0, k1), l in [l0, l1).
+    # out: the slice's (H*W, C) rows to write into (zoom 1 only), or (0, C) to return the part.
     nch = block.shape[3]
     i0 = k0 // zoom
     j0 = l0 // zoom
     ni = (k1 - 1) // zoom - i0 + 1
     nj = (l1 - 1) // zoom - j0 + 1
     direct = zoom == 1  # one sample per pixel: write the outputs straight away
+    into = direct and out.shape[0] > 0
     if direct:
         acc = np.zeros((1, 1, nch), np.float64)
         hit = np.zeros((1, 1), np.bool_)
-        dindex = np.empty((k1 - k0) * (l1 - l0), np.int64)
-        dvalues = np.empty(((k1 - k0) * (l1 - l0), nch), np.float32)
+        size = 0 if into else (k1 - k0) * (l1 - l0)
+        dindex = np.empty(size, np.int64)
+        dvalues = np.empty((size, nch), np.float32)
     else:
         acc = np.zeros((ni, nj, nch), np.float64)
         hit = np.zeros((ni, nj), np.bool_)
@@ -146,8 +157,11 @@ def _extract_kernel(block, lo, hi, last, prm, k0, k1, l0, l1, zoom, width):  # p
             s2 = 1.0 - t2
             pi = k // zoom - i0
             pj = li // zoom - j0
-            if direct:
-                dindex[m] = k * width + li
+            row = k * width + li
+            if into:
+                pass
+            elif direct:
+                dindex[m] = row
             else:
                 hit[pi, pj] = True
             for c in range(nch):
@@ -161,7 +175,9 @@ def _extract_kernel(block, lo, hi, last, prm, k0, k1, l0, l1, zoom, width):  # p
                             + t1 * (s2 * np.float64(block[a0 + 1, a1 + 1, a2, c])
                                     + t2 * np.float64(block[a0 + 1, a1 + 1, a2 + 1, c])))
                 )  # fmt: skip
-                if direct:
+                if into:
+                    out[row, c] = v
+                elif direct:
                     dvalues[m, c] = v
                 else:
                     acc[pi, pj, c] += v
@@ -193,6 +209,7 @@ def extract_part(
     plane: Plane,
     ranges: tuple[int, int, int, int] | None = None,
     params: np.ndarray | None = None,
+    out: np.ndarray | None = None,
 ) -> Part:
     """Resample the samples of ``plane`` that extent ``key`` owns.
 
@@ -209,34 +226,88 @@ def extract_part(
         when not given; pass them when extracting many extents of one plane).
     params : ndarray, optional
         ``plane.kernel_params()``, likewise.
+    out : ndarray, optional
+        With zoom 1 only: the slice's float32 rows ``(H*W, C)`` (see :func:`new_rows`); the
+        part's pixels are written there (placed, as :func:`merge_parts` would) and the
+        returned part is empty.
 
     Returns
     -------
     Part
         Possibly empty when the plane only grazes the extent between samples.
     """
-    kz, ky, kx = (int(k) for k in key)
-    ez, ey, ex = layout.extent
-    nz, ny, nx = layout.shape
-    lo = np.array((kz * ez, ky * ey, kx * ex), dtype=np.int64)
-    hi = np.array((min(lo[0] + ez, nz), min(lo[1] + ey, ny), min(lo[2] + ex, nx)), np.int64)
-    last = np.array((nz - 1, ny - 1, nx - 1), dtype=np.float64)
-    b4 = block if block.ndim == 4 else block[..., None]
-    if b4.shape[:3] != layout.slot_shape:
-        raise ValueError(
-            f"block must have shape {layout.slot_shape} (+channels), got {block.shape}"
-        )
     if ranges is None:
         ranges = tuple(int(r[0]) for r in grid_ranges(plane, layout, np.asarray([key])))
-    k0, k1, l0, l1 = ranges
-    lin = int(layout.linear_index(kz, ky, kx))
-    if k0 >= k1 or l0 >= l1:
-        return Part(lin, np.empty(0, np.int64), np.empty((0, b4.shape[3]), np.float32))
-    prm = plane.kernel_params() if params is None else params
-    index, values = _extract_kernel(
-        b4, lo, hi, last, prm, int(k0), int(k1), int(l0), int(l1), plane.zoom, plane.size[1]
-    )
-    return Part(lin, index, values)
+    return PartExtractor(layout, plane, out).extract(block, key, ranges)
+
+
+class PartExtractor:
+    """Extracts the parts of one plane: the per-plane constants computed once.
+
+    Parameters
+    ----------
+    layout : Layout
+    plane : Plane
+    out : ndarray, optional
+        Zoom 1 only: write the parts into these slice rows (``(H*W, C)`` float32) instead
+        of returning them.
+    """
+
+    def __init__(self, layout: Layout, plane: Plane, out: np.ndarray | None = None) -> None:
+        if out is not None and plane.zoom != 1:
+            raise ValueError("out: parts are written in place only with zoom 1")
+        self.layout = layout
+        self.plane = plane
+        self.params = plane.kernel_params()
+        self.extent = np.asarray(layout.extent, dtype=np.int64)
+        self.shape = np.asarray(layout.shape, dtype=np.int64)
+        self.last = (self.shape - 1).astype(np.float64)
+        self.out = out
+
+    def extract(
+        self, block: np.ndarray, key: tuple[int, int, int], ranges: tuple[int, int, int, int]
+    ) -> Part:
+        """The part of extent ``key`` (``ranges`` from ``grid_ranges``); see :func:`extract_part`."""
+        b4 = block if block.ndim == 4 else block[..., None]
+        if b4.shape[:3] != self.layout.slot_shape:
+            raise ValueError(
+                f"block must have shape {self.layout.slot_shape} (+channels), got {block.shape}"
+            )
+        lin = int(self.layout.linear_index(*key))
+        k0, k1, l0, l1 = ranges
+        nch = b4.shape[3]
+        out = self.out
+        if k0 >= k1 or l0 >= l1:
+            return Part(lin, np.empty(0, np.int64), np.empty((0, nch), np.float32))
+        lo = np.multiply(key, self.extent)
+        hi = np.minimum(lo + self.extent, self.shape)
+        index, values = _extract_kernel(
+            b4, lo, hi, self.last, self.params, int(k0), int(k1), int(l0), int(l1),
+            self.plane.zoom, self.plane.size[1],
+            np.empty((0, nch), np.float32) if out is None else out,
+        )  # fmt: skip
+        return Part(lin, index, values)
+
+
+def new_rows(plane: Plane, channels: int) -> np.ndarray:
+    """Zeroed float32 rows ``(H*W, channels)`` of a slice, for in-place extraction."""
+    h, w = plane.size
+    return np.zeros((h * w, channels), dtype=np.float32)
+
+
+@numba.njit(nogil=True, cache=True)
+def _place_rows(out, index, values):  # pragma: no cover (jit)
+    """``out[index] = values`` for rows (NumPy's fancy assignment is several times slower)."""
+    nch = values.shape[1]
+    for m in range(index.size):
+        row = index[m]
+        for c in range(nch):
+            out[row, c] = values[m, c]
+
+
+def place_rows(out: np.ndarray, index: np.ndarray, values: np.ndarray) -> None:
+    """``out[index] = values`` (rows of a zoom-1 slice; NumPy's fancy assignment is slower)."""
+    _place_rows(out, np.asarray(index, np.int64), np.asarray(values, np.float32))
 
 
 def merge_parts(parts: list[Part], plane: Plane, channels: int = 1) -> np.ndarray:
@@ -252,10 +323,11 @@ def merge_parts(parts: list[Part], plane: Plane, channels: int = 1) -> np.ndarra
         ``(H, W)`` or ``(H, W, channels)``: the unrounded slice.
     """
     h, w = plane.size
-    out = np.zeros((h * w, channels), dtype=np.float32)
-    if plane.zoom == 1:  # disjoint: place each part, in any order
-        for part in parts:
-            out[part.index] = part.values
+    out = new_rows(plane, channels)
+    if plane.zoom == 1:  # disjoint: place all parts with one scatter, in any order
+        if parts:
+            index = np.concatenate([p.index for p in parts])
+            _place_rows(out, index, np.concatenate([p.values for p in parts]))
     else:
         parts = sorted((p for p in parts if p.index.size), key=lambda p: p.extent)
         if parts:
@@ -281,4 +353,7 @@ def finish_slice(raw: np.ndarray, dtype: np.dtype | str) -> np.ndarray:
     if dt.kind == "f":
         return raw.astype(dt, copy=False)
     info = np.iinfo(dt)
-    return np.clip(np.rint(raw), info.min, info.max).astype(dt)
+    out = np.rint(raw)
+    np.maximum(out, info.min, out=out)  # in place: np.clip allocates and is slower
+    np.minimum(out, info.max, out=out)
+    return out.astype(dt)
