@@ -1,4 +1,4 @@
-"""Ingest from every source kind, atomicity, the extent reader; parallel ingest at 1-4 ranks."""
+"""Ingest from every source kind, atomicity; parallel ingest at 1-4 ranks."""
 
 import signal
 import subprocess
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from parvox.testing import mpi_test
-from parvox.volume import ExtentReader, StoreError, VolumeStore, ingest, ingest_array
+from parvox.volume import StoreError, VolumeStore, ingest, ingest_array
 from parvox.volume.store import MANIFEST, StoreWriter
 
 
@@ -119,39 +119,6 @@ def test_killed_ingest_never_opens_as_valid(tmp_path):
     assert leftovers and not (leftovers[0] / MANIFEST).exists()
     with pytest.raises(StoreError):
         VolumeStore(leftovers[0])
-
-
-def test_reader_cache_counters_lru_and_evict(tmp_path):
-    vol = _vol()
-    path = ingest_array(vol, tmp_path / "s", ndisks=2, extent=(5, 7, 6), progress=False)
-    store = VolumeStore(path)
-    keys = list(store.layout.extents())
-    slot = store.meta.slot_bytes
-    pool = ExtentReader(store, cache_bytes=1 << 20, threads=3)
-    got = dict(pool.read_many(keys))
-    assert sorted(got) == keys
-    for k in keys:
-        np.testing.assert_array_equal(got[k], store.read_extent(*k))
-    pool.close()
-    reader = ExtentReader(store, cache_bytes=3 * slot + 10, threads=1)
-    list(reader.read_many(keys))
-    assert (reader.stats.hits, reader.stats.misses) == (0, len(keys))
-    assert reader.stats.bytes_read == len(keys) * slot
-    assert reader.cached_bytes <= 3 * slot + 10
-    # the most recent three are cached, the first is not
-    got_last = dict(reader.read_many(keys[-3:]))
-    assert reader.stats.hits == 3 and len(got_last) == 3
-    reader.get(keys[0])
-    assert reader.stats.misses == len(keys) + 1
-    reader.clear()
-    assert reader.cached_bytes == 0
-    cold = ExtentReader(store, cache_bytes=0, evict=True)
-    list(cold.read_many(keys[:4]))
-    cold.drop_page_cache()
-    assert cold.stats.misses == 4 and cold.cached_bytes == 0
-    reader.close()
-    with pytest.raises(ValueError, match="cache_bytes"):
-        ExtentReader(store, cache_bytes=-1)
 
 
 @mpi_test(ranks=(1, 2, 3, 4), timeout=120)

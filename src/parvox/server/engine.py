@@ -147,7 +147,7 @@ class SliceService:
         comm: MPI.Intracomm | None = None,
         disk_map: DiskMap | None = None,
         cache_bytes: int = DEFAULT_CACHE_BYTES,
-        threads: int = 4,
+        threads: int = 1,
         window: int = 4,
         batch: int = 32,
         max_pending: int = 64,

@@ -235,7 +235,7 @@ class SliceEngine:
         comm: MPI.Intracomm | None = None,
         disk_map: DiskMap | None = None,
         cache_bytes: int = DEFAULT_CACHE_BYTES,
-        threads: int = 4,
+        threads: int = 1,
         verify: bool = True,
         evict: bool = False,
         compute_threads: int = 1,
