@@ -111,6 +111,9 @@ def test_median_filter_network_and_scipy_paths_agree_with_scipy():
         ((a * 1000).astype(np.int64), {"size": 3}),  # scipy path: int64 goes through doubles
         ((a * 60000).astype(np.uint16), {"size": (3, 5), "mode": "wrap"}),
         (a[:, :3], {"size": 9, "mode": "mirror"}),  # an axis shorter than its padding
+        (a, {"size": 5, "origin": 1}),  # shifted windows
+        (a, {"size": (3, 5), "origin": (-1, 2), "mode": "nearest"}),
+        (a, {"footprint": ndi.generate_binary_structure(2, 1), "mode": "constant", "cval": 2}),
     ]
     for data, kw in cases:
         for layout in ({}, {"nblocks": 7, "assignment": "round_robin"}):
