@@ -16,6 +16,7 @@ def _store(rgb: bool = False, corrupt: bool = False) -> tuple[str, np.ndarray]:
     from mpi4py import MPI
 
     from tests.server._helpers import make_store, sample_volume
+    from tests.volume._helpers import corrupt_extent
 
     comm = MPI.COMM_WORLD
     path = None
@@ -23,22 +24,9 @@ def _store(rgb: bool = False, corrupt: bool = False) -> tuple[str, np.ndarray]:
         path = os.path.join(tempfile.mkdtemp(prefix="pvx-engine-"), "store")
         make_store(path, rgb=rgb)
         if corrupt:
-            _corrupt_extent(path, (1, 1, 1))
+            corrupt_extent(path, (1, 1, 1))
     path = comm.bcast(path, root=0)
     return path, sample_volume(rgb=rgb)
-
-
-def _corrupt_extent(path: str, key: tuple[int, int, int]) -> None:
-    from parvox.volume import VolumeStore
-
-    with VolumeStore(path) as store:
-        disk, offset = store.locate(*key)
-        name = store.file_path(disk)
-    with open(name, "r+b") as fh:
-        fh.seek(offset + 100)
-        byte = fh.read(1)
-        fh.seek(offset + 100)
-        fh.write(bytes([byte[0] ^ 0xFF]))
 
 
 def _planes(service, n: int, seed: int):

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from parvox.volume import ChecksumError, ExtentReader, VolumeStore, ingest_array
+from tests.volume._helpers import corrupt_extent
 
 
 def _store(tmp_path, shape=(23, 19, 17), ndisks=2):
@@ -75,12 +76,7 @@ def test_corrupted_slot_in_a_batch_raises_and_the_reader_goes_on(tmp_path, threa
     store = _store(tmp_path, ndisks=3)
     keys = list(store.layout.extents())
     bad = keys[len(keys) // 2]
-    disk, offset = store.locate(*bad)
-    with open(store.file_path(disk), "r+b") as fh:
-        fh.seek(offset + 10)
-        byte = fh.read(1)
-        fh.seek(offset + 10)
-        fh.write(bytes([byte[0] ^ 1]))
+    disk, _ = corrupt_extent(store.path, bad, at=10, mask=1)
     with ExtentReader(VolumeStore(store.path), threads=threads) as reader:
         with pytest.raises(ChecksumError, match=re.escape(f"disk {disk}, extent {bad}")):
             list(reader.read_many(keys))

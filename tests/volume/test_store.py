@@ -16,6 +16,7 @@ from parvox.volume import (
     parse_disk_map,
 )
 from parvox.volume.store import MANIFEST, TRAILER_BYTES
+from tests.volume._helpers import corrupt_extent
 
 
 def _volume(dtype, rgb=False, shape=(37, 45, 53), seed=0):
@@ -67,12 +68,7 @@ def test_corrupted_extent_names_disk_extent_and_file(tmp_path):
     path = ingest_array(vol, tmp_path / "s", ndisks=4, extent=(5, 7, 6), progress=False)
     store = VolumeStore(path)
     key = (2, 1, 3)
-    disk, offset = store.locate(*key)
-    with open(store.file_path(disk), "r+b") as fh:
-        fh.seek(offset + 100)
-        byte = fh.read(1)
-        fh.seek(offset + 100)
-        fh.write(bytes([byte[0] ^ 0x40]))
+    disk, _ = corrupt_extent(path, key, mask=0x40)
     with pytest.raises(ChecksumError) as info:
         VolumeStore(path).read_extent(*key)
     msg = str(info.value)
