@@ -155,10 +155,10 @@ class ExtentReader:
             self._advised.add(disk)
         return fd
 
-    def _read(self, key: Key) -> np.ndarray:
-        disk, offset = self.store.locate(*key)
+    def _read(self, key: Key, where: tuple[int, int] | None = None) -> np.ndarray:
+        disk, offset = where = self.store.locate(*key) if where is None else where
         fd = self._fd(disk)
-        block = self.store.read_extent(*key, verify=self.verify)
+        block = self.store.read_extent(*key, verify=self.verify, where=where)
         block.setflags(write=False)
         with self._lock:
             self.stats.misses += 1
@@ -192,42 +192,43 @@ class ExtentReader:
                 yield key, block
         if not misses:
             return
+        where = [self.store.locate(*key) for key in misses]
         if len(misses) > 1:
-            self._prefetch(misses)
+            self._prefetch(where)
         if self.threads == 1 or len(misses) == 1:
-            for key in misses:
-                yield key, self._read(key)
+            for key, at in zip(misses, where, strict=True):
+                yield key, self._read(key, at)
             return
         if self._pool is None:
             self._pool = cf.ThreadPoolExecutor(self.threads, thread_name_prefix="parvox-read")
         done: queue.SimpleQueue[tuple[Key, cf.Future[np.ndarray]]] = queue.SimpleQueue()
-        todo = iter(misses)
+        todo = zip(misses, where, strict=True)
         running: set[cf.Future[np.ndarray]] = set()
 
-        def submit(key: Key) -> None:
-            fut = self._pool.submit(self._read, key)  # type: ignore[union-attr]
+        def submit(key: Key, at: tuple[int, int]) -> None:
+            fut = self._pool.submit(self._read, key, at)  # type: ignore[union-attr]
             running.add(fut)
             fut.add_done_callback(lambda f, key=key: done.put((key, f)))
 
         try:
-            for key in itertools.islice(todo, 2 * self.threads):
-                submit(key)
+            for key, at in itertools.islice(todo, 2 * self.threads):
+                submit(key, at)
             while running:
                 key, fut = done.get()
                 running.discard(fut)
                 nxt = next(todo, None)
                 if nxt is not None:
-                    submit(nxt)
+                    submit(*nxt)
                 yield key, fut.result()
         finally:
             for fut in running:
                 fut.cancel()
 
-    def _prefetch(self, keys: list[Key]) -> None:
-        """Ask the kernel to start reading the slots of ``keys`` into the page cache."""
+    def _prefetch(self, where: list[tuple[int, int]]) -> None:
+        """Ask the kernel to start reading the slots at ``where`` (disk, offset) into the page
+        cache."""
         size = self.store.meta.slot_bytes
-        for key in keys:
-            disk, offset = self.store.locate(*key)
+        for disk, offset in where:
             os.posix_fadvise(self._fd(disk), offset, size, os.POSIX_FADV_WILLNEED)
 
     def drop_page_cache(self, disks: Iterable[int] | None = None) -> None:

@@ -368,8 +368,13 @@ class VolumeStore:
         lay.check_extent(kz, ky, kx)
         return int(lay.disk_of(kz, ky, kx)), int(lay.slot_of(kz, ky, kx)) * self.meta.slot_bytes
 
-    def read_extent(self, kz: int, ky: int, kx: int, verify: bool = True) -> np.ndarray:
+    def read_extent(
+        self, kz: int, ky: int, kx: int, verify: bool = True, where: tuple[int, int] | None = None
+    ) -> np.ndarray:
         """Read extent ``(kz, ky, kx)`` (overlap included) with one positional read.
+
+        ``where`` is the extent's ``(disk, byte offset)`` when the caller has it already
+        (from :meth:`locate`).
 
         Returns
         -------
@@ -381,7 +386,7 @@ class VolumeStore:
         ChecksumError
             When the slot's trailer or checksum does not match.
         """
-        disk, offset = self.locate(kz, ky, kx)
+        disk, offset = self.locate(kz, ky, kx) if where is None else where
         buf = np.empty(self.meta.slot_bytes, dtype=np.uint8)
         got = os.preadv(self.fd(disk), [buf], offset)
         extent = (kz, ky, kx)
