@@ -349,11 +349,11 @@ def report(results: list, raws: list[dict[str, float]], outdir: Path, machine: s
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        fig, ax = plt.subplots(figsize=(8, 4))
-        labels = [f"{r['system']}\n{r['ranks']}r z{r['zoom']} {r['cache']}" for r in results]
+        fig, ax = plt.subplots(figsize=(11, 4.5))
+        labels = [f"{r['system']} {r['ranks']}r z{r['zoom']} {r['cache']}" for r in results]
         ax.bar(range(len(results)), [r["slices_per_s"] for r in results],
                color=["C0" if r["system"] == "parvox" else "C1" for r in results])
-        ax.set_xticks(range(len(results)), labels, fontsize=6)
+        ax.set_xticks(range(len(results)), labels, fontsize=7, rotation=45, ha="right")
         ax.set_ylabel("512x512 slices / s")
         ax.set_title("oblique slices orthogonal to the main diagonal")
         fig.tight_layout()
