@@ -154,24 +154,20 @@ def raw_extent_bandwidth(store: Path, shape, nslices: int) -> float:
     (``POSIX_FADV_WILLNEED``) and read with one ``preadv`` into one buffer, in one thread, with
     no checksum, no cache and no extraction.
     """
-    from parvox.slicing import cut_extents
+    from parvox.slicing import extents_on_disks
     from parvox.volume import VolumeStore
 
     st = VolumeStore(store)
-    lay, size = st.layout, st.meta.slot_bytes
-    files = [st.file_path(d) for d in range(st.meta.ndisks)]
-    fds = [os.open(f, os.O_RDONLY) for f in files]
+    disks, size = range(st.meta.ndisks), st.meta.slot_bytes
+    files = [st.file_path(d) for d in disks]
     buf = bytearray(size)
     total, seconds = 0, 0.0
-    try:
-        for fd in fds:
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+    with st:
+        for disk in disks:
+            os.posix_fadvise(st.fd(disk), 0, 0, os.POSIX_FADV_RANDOM)
         for p in planes(shape, nslices, 1):
-            keys = cut_extents(p, lay)
-            disk = lay.disk_of(keys[:, 0], keys[:, 1], keys[:, 2])
-            slot = lay.slot_of(keys[:, 0], keys[:, 1], keys[:, 2])
-            order = np.lexsort((slot, disk))
-            where = [(fds[d], s * size) for d, s in zip(disk[order], slot[order], strict=True)]
+            keys = extents_on_disks(p, st.layout, disks)  # sorted by (disk, slot)
+            where = [(st.fd(d), off) for d, off in (st.locate(*k) for k in keys.tolist())]
             drop_files(files)
             t0 = time.perf_counter()
             for fd, off in where:
@@ -179,10 +175,6 @@ def raw_extent_bandwidth(store: Path, shape, nslices: int) -> float:
             for fd, off in where:
                 total += os.preadv(fd, [buf], off)
             seconds += time.perf_counter() - t0
-    finally:
-        for fd in fds:
-            os.close(fd)
-        st.close()
     return total / seconds / 1e6
 
 
@@ -263,7 +255,6 @@ def worker(args: argparse.Namespace) -> None:
     out = []
     with SliceEngine(args.store, threads=args.threads,
                      compute_threads=args.compute_threads) as eng:
-        files = [eng.store.file_path(d) for d in eng.disks]
         slot = eng.store.meta.slot_bytes
         for zoom in (1, 2):  # load the compiled kernels and start the threads, untimed
             eng.extract(planes(shape, 1, zoom)[0])
@@ -281,7 +272,7 @@ def worker(args: argparse.Namespace) -> None:
                 dt = cpu = 0.0
                 for p in ps:
                     if drop:  # every slice starts with none of its files cached
-                        drop_files(files)
+                        reader.drop_page_cache(eng.disks)
                     comm.Barrier()
                     t0, c0 = time.perf_counter(), time.process_time()
                     eng.extract(p)

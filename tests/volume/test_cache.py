@@ -46,7 +46,6 @@ def test_reader_cache_counters_lru_and_evict(tmp_path):
         ExtentReader(store, cache_bytes=-1)
 
 
-
 @pytest.mark.parametrize("threads", [1, 3])
 def test_read_many_yields_hits_first_then_misses(tmp_path, threads):
     store = _store(tmp_path, ndisks=3)
