@@ -196,8 +196,8 @@ def rank_filter_valid(padded: np.ndarray, footprint: np.ndarray, rank: int) -> n
     Examples
     --------
     >>> import numpy as np
-    >>> rank_filter_valid(np.array([3, 1, 2, 5, 4]), np.ones(3, bool), 1)
-    array([2, 2, 4])
+    >>> rank_filter_valid(np.array([3, 1, 2, 5, 4], np.int32), np.ones(3, bool), 1)
+    array([2, 2, 4], dtype=int32)
     """
     fp = np.asarray(footprint, dtype=bool)
     if fp.ndim != padded.ndim:
