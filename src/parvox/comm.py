@@ -78,22 +78,44 @@ def get_comm(comm: MPI.Intracomm | None = None) -> MPI.Intracomm:
     return world() if comm is None else comm
 
 
-_private_comms: dict[int, MPI.Intracomm] = {}
+_PRIVATE_KEYVAL: int | None = None
+
+
+def _free_private(comm: MPI.Comm, keyval: int, dup: MPI.Comm) -> None:
+    """Delete callback of the private-duplicate attribute: free the duplicate with its user."""
+    dup.Free()
 
 
 def private_comm(comm: MPI.Intracomm | None = None) -> MPI.Intracomm:
     """A duplicate of ``comm`` reserved for parvox's own messages (created once, then cached).
 
-    Library traffic on it can never match a user's pending receive on ``comm``.
+    Library traffic on it can never match a user's pending receive on ``comm``; inside it the
+    tags come from :mod:`parvox.tags`. The duplicate is cached as an attribute of ``comm``
+    whose delete callback frees it, so it lives exactly as long as ``comm``: ``comm.Free()``
+    frees it too, and a new communicator that reuses a freed handle gets a fresh one.
     The first call is collective over ``comm``.
+
+    Examples
+    --------
+    >>> from mpi4py import MPI
+    >>> c = MPI.COMM_WORLD.Dup()
+    >>> private_comm(c) is private_comm(c)
+    True
+    >>> c.Free()  # frees the private duplicate as well
     """
     from mpi4py import MPI
 
+    global _PRIVATE_KEYVAL
     c = get_comm(comm)
-    key = MPI.Comm.py2f(c)
-    dup = _private_comms.get(key)
+    if _PRIVATE_KEYVAL is None:
+        _PRIVATE_KEYVAL = MPI.Comm.Create_keyval(delete_fn=_free_private)
+    dup: MPI.Intracomm | None = c.Get_attr(_PRIVATE_KEYVAL)
     if dup is None:
-        dup = _private_comms[key] = c.Dup()
+        if c.Is_inter():
+            raise TypeError("comm: parvox needs an intracommunicator")
+        # a plain Intracomm even when ``c`` is a subclass (the collectives facade)
+        dup = MPI.Intracomm(MPI.Intracomm.Dup(c))
+        c.Set_attr(_PRIVATE_KEYVAL, dup)
     return dup
 
 

@@ -43,6 +43,7 @@ from parvox import collectives
 from parvox.comm import get_comm, private_comm
 from parvox.decomposition import Assignment, BlockGrid, parse_halo
 from parvox.reductions import OPS, identity, mean_var, minmax, reduce_array
+from parvox.tags import HALO
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -533,9 +534,9 @@ class DistArray:
         # (peer rank, receiving gid) order keeps MPI's non-overtaking matching consistent.
         requests = []
         for src, _gid, _b, side, buf in sorted(recvs, key=lambda r: (r[0], r[1])):
-            requests.append(pc.Irecv([_as_bytes(buf), MPI.BYTE], source=src, tag=2 * axis + side))
+            requests.append(pc.Irecv([_as_bytes(buf), MPI.BYTE], source=src, tag=HALO.tag(2 * axis + side)))
         for dest, _gid, side, data in sorted(sends, key=lambda s: (s[0], s[1])):
-            requests.append(pc.Isend([_as_bytes(data), MPI.BYTE], dest=dest, tag=2 * axis + side))
+            requests.append(pc.Isend([_as_bytes(data), MPI.BYTE], dest=dest, tag=HALO.tag(2 * axis + side)))
         MPI.Request.Waitall(requests)
         for _src, _gid, b, side, buf in recvs:
             n = b.extents[axis][1] - b.extents[axis][0]

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from parvox.comm import get_comm, private_comm
 from parvox.decomposition import split_extent
+from parvox.tags import DODYN, next_call
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -23,9 +24,6 @@ __all__ = ["dodyn", "dopar"]
 
 R = TypeVar("R")
 
-#: dodyn calls made so far per communicator: each call gets its own pair of tags, so a fast
-#: worker's first request of the next call can never be taken by the previous call's root.
-_calls: dict[int, int] = {}
 
 
 def dopar(start: int, stop: int | None = None, *, comm: MPI.Intracomm | None = None) -> range:
@@ -91,9 +89,10 @@ def dodyn(
     c = get_comm(comm)
     pc = private_comm(c)
     size, me = c.Get_size(), c.Get_rank()
-    key = id(pc)
-    call = _calls[key] = _calls.get(key, 0) + 1
-    tags = (1000 + 2 * (call % 10000), 1001 + 2 * (call % 10000))  # (result, work)
+    # each call gets its own pair of tags, so a fast worker's first request of the next call
+    # can never be taken by the previous call's root
+    first = DODYN.cycle(next_call(pc, DODYN), width=2)
+    tags = (first, first + 1)  # (result, work)
     results: list[Any] | None = None
     if me == 0:
         if size == 1:

@@ -47,10 +47,11 @@ import numpy as np
 
 from parvox.blocks import _transport
 from parvox.blocks.master import Master, Proxy
+from parvox.tags import BLOCKS_IEXCHANGE
 
 __all__ = ["ExchangeStats", "iexchange"]
 
-_EXCHANGE_TAG = 300
+_EXCHANGE_TAG = BLOCKS_IEXCHANGE.base
 
 
 @dataclasses.dataclass

@@ -36,13 +36,14 @@ from typing import TYPE_CHECKING, Any, Literal
 from parvox.blocks import _transport
 from parvox.comm import get_comm, private_comm
 from parvox.decomposition import Assignment, BlockGrid, parse_halo, split_owner
+from parvox.tags import BLOCKS_EXCHANGE
 
 if TYPE_CHECKING:
     from mpi4py import MPI
 
 __all__ = ["Link", "Master", "Proxy", "RegularDecomposer"]
 
-_EXCHANGE_TAG = 100
+_EXCHANGE_TAG = BLOCKS_EXCHANGE.base
 
 
 @dataclasses.dataclass(frozen=True)

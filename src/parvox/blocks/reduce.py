@@ -46,10 +46,11 @@ from parvox.blocks.master import Master, Proxy
 from parvox.blocks.partners import RegularMergePartners, RegularSwapPartners
 from parvox.comm import ParvoxError
 from parvox.decomposition import split_extent
+from parvox.tags import BLOCKS_REDUCE
 
 __all__ = ["ReduceProxy", "SwapPiece", "merge_reduce", "reduce", "swap_reduce", "tree_reduce"]
 
-_REDUCE_TAG = 200
+_REDUCE_TAG = BLOCKS_REDUCE.base
 Partners = RegularMergePartners | RegularSwapPartners
 
 

@@ -485,7 +485,8 @@ class Dataflow:
             pass
 
     def close(self) -> None:
-        """Stop the runtime (collective): wait for every rank, then stop all threads."""
+        """Stop the runtime (collective): wait for every rank, stop all threads, free the
+        runtime's duplicate communicator."""
         if self._closed:
             return
         self._closed = True
@@ -503,3 +504,4 @@ class Dataflow:
         self._comm_stop.set()
         self._comm_thread.join()
         self.comm.Barrier()
+        self.comm.Free()
