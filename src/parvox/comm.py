@@ -22,7 +22,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -109,7 +109,7 @@ def private_comm(comm: MPI.Intracomm | None = None) -> MPI.Intracomm:
     c = get_comm(comm)
     if _PRIVATE_KEYVAL is None:
         _PRIVATE_KEYVAL = MPI.Comm.Create_keyval(delete_fn=_free_private)
-    dup: MPI.Intracomm | None = c.Get_attr(_PRIVATE_KEYVAL)
+    dup = cast("MPI.Intracomm | None", c.Get_attr(_PRIVATE_KEYVAL))
     if dup is None:
         if c.Is_inter():
             raise TypeError("comm: parvox needs an intracommunicator")

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -122,7 +122,7 @@ def next_call(comm: MPI.Comm, block: TagBlock) -> int:
     global _CALLS_KEYVAL
     if _CALLS_KEYVAL is None:
         _CALLS_KEYVAL = MPI.Comm.Create_keyval()
-    counters: dict[str, int] | None = comm.Get_attr(_CALLS_KEYVAL)
+    counters = cast("dict[str, int] | None", comm.Get_attr(_CALLS_KEYVAL))
     if counters is None:
         counters = {}
         comm.Set_attr(_CALLS_KEYVAL, counters)
