@@ -8,6 +8,7 @@ import pytest
 from parvox.collectives import alg_alltoall as a2a
 from parvox.collectives import alg_gather as ag
 from parvox.collectives import alg_reduce as ar
+from parvox.collectives import alg_scan as asc
 from parvox.collectives.ops import Op, parse_op, reduce_serial
 
 from ._sim import simulate
@@ -193,3 +194,54 @@ def test_barrier(p, alg):
 def test_ring_rejects_noncommutative():
     with pytest.raises(ValueError, match="commutative"):
         ar.allreduce_ring(np.zeros(3), np.zeros(3), parse_op(Op(np.subtract)), 0, 2)
+
+
+@pytest.mark.parametrize("p", SIZES)
+@pytest.mark.parametrize("alg", ["linear", "recursive_doubling"])
+@pytest.mark.parametrize("in_place", [False, True])
+def test_scan_and_exscan_keep_rank_order(p, alg, in_place):
+    xs = _data(p, 4, p, AFFINE)
+    op = parse_op(affine)
+    for kind in ("scan", "exscan"):
+        outs = [x.copy() if in_place else np.zeros(4, AFFINE) for x in xs]
+        before = [o.copy() for o in outs]
+        build = getattr(asc, f"{kind}_{alg}")
+        simulate([build(outs[r] if in_place else xs[r], outs[r], op, r, p) for r in range(p)])
+        for r in range(p):
+            upto = r + 1 if kind == "scan" else r
+            if upto == 0:  # exscan: rank 0's buffer is left as it was
+                assert (outs[0] == before[0]).all()
+            else:
+                assert (outs[r] == reduce_serial(xs[:upto], affine)).all(), (kind, r)
+
+
+@pytest.mark.parametrize("p", SIZES)
+def test_rooted_counts_gatherv_scatterv(p):
+    """gatherv/scatterv the MPI way: only root knows the counts; the schedule fetches them."""
+    rng = np.random.default_rng(p + 50)
+    counts = [int(c) for c in rng.integers(0, 4, p)]
+    d = ag.displacements(counts)
+    full = np.arange(d[-1]) + 7
+    for root in range(p):
+        out = np.zeros(d[-1], np.int64)
+
+        def gather(r, out=out, root=root):
+            return ag.rooted_counts(
+                counts if r == root else None, root, r, p,
+                lambda c, r=r: ag.gatherv_binomial(full[d[r] : d[r + 1]].copy(),
+                                                   out if r == root else None, c, root, r, p,
+                                                   np.int64), "gatherv/binomial")
+
+        simulate([gather(r) for r in range(p)])
+        np.testing.assert_array_equal(out, full)
+        parts = [np.zeros(counts[r], np.int64) for r in range(p)]
+
+        def scatter(r, root=root, parts=parts):
+            return ag.rooted_counts(
+                counts if r == root else None, root, r, p,
+                lambda c, r=r: ag.scatterv_binomial(full if r == root else None, parts[r], c,
+                                                    root, r, p, np.int64), "scatterv/binomial")
+
+        simulate([scatter(r) for r in range(p)])
+        for r in range(p):
+            np.testing.assert_array_equal(parts[r], full[d[r] : d[r + 1]])

@@ -208,9 +208,23 @@ def test_in_place():
         coll.alltoall(MPI.IN_PLACE, buf, algorithm=alg)
         np.testing.assert_array_equal(buf, ref, err_msg=alg)
     sb = np.stack(xs)[:, : p * 2].copy()
-    buf = sb[r].copy()
-    coll.reduce_scatter_block(MPI.IN_PLACE, buf)
-    np.testing.assert_array_equal(buf[2 * r : 2 * r + 2], sb.sum(axis=0)[2 * r : 2 * r + 2])
+    for alg in coll.ALGORITHMS["reduce_scatter"]:
+        buf = sb[r].copy()
+        out = coll.reduce_scatter_block(MPI.IN_PLACE, buf, algorithm=alg)
+        # as in MPI: the result is the first block of recvbuf, the rest is left as it was
+        assert out is buf
+        np.testing.assert_array_equal(buf[:2], sb.sum(axis=0)[2 * r : 2 * r + 2], err_msg=alg)
+        np.testing.assert_array_equal(buf[2:], sb[r][2:], err_msg=alg)
+    from parvox.collectives.ops import reduce_serial
+    from tests.collectives.test_algorithms import affine
+
+    ys = _affine_data(p, 5)
+    for alg in coll.ALGORITHMS["scan"]:  # associative, not commutative: rank order counts
+        for kind, upto in (("scan", r + 1), ("exscan", r)):
+            buf = ys[r].copy()
+            getattr(coll, kind)(MPI.IN_PLACE, buf, op=affine, algorithm=alg)
+            if upto:
+                assert (buf == reduce_serial(ys[:upto], affine)).all(), (kind, alg)
 
 
 @mpi_test(ranks=(1, 2, 3, 4), timeout=180)

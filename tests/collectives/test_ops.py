@@ -7,7 +7,7 @@ import pytest
 
 from parvox.collectives.algorithms import choose, parse_algorithm
 from parvox.collectives.ops import Op, parse_op, reduce_serial
-from parvox.collectives.progress import overlap, parse_mode
+from parvox.collectives.progress import overlap, parse_progress
 
 
 def test_names_ufuncs_and_callables():
@@ -57,8 +57,36 @@ def test_choose_is_valid_for_every_operation():
                         (size == 1 and op == "barrier")
                     if not comm_op and op in ("reduce", "allreduce", "reduce_scatter"):
                         assert a not in ("ring", "rabenseifner")
-    with pytest.raises(ValueError, match="algorithm"):
+    with pytest.raises(ValueError, match=r"algorithm: bcast offers .* got 'pairwise'"):
         parse_algorithm("bcast", "pairwise")
+
+
+def test_algorithm_choices_by_operation():
+    from parvox.collectives.algorithms import ALGORITHMS, TABLE, parse_choice
+
+    # the table is the catalogue: every listed algorithm has a builder and vice versa
+    assert {(op, a) for op, algs in ALGORITHMS.items() for a in algs} == set(TABLE)
+    assert parse_algorithm("scatter", {"allreduce": "ring"}) == "auto"
+    assert parse_algorithm("allreduce", {"allreduce": "ring"}) == "ring"
+    with pytest.raises(ValueError, match=r"algorithm: scatter offers .* got 'ring'"):
+        parse_algorithm("scatter", {"scatter": "ring"})
+    with pytest.raises(ValueError, match="algorithm: expected 'auto' or one of"):
+        parse_choice("fastest")
+    with pytest.raises(ValueError, match="algorithm: gather offers"):
+        parse_choice({"gather": "ring"})
+    with pytest.raises(TypeError, match="algorithm"):
+        parse_choice(3)  # type: ignore[arg-type]
+
+
+def test_mpi_accepts_follows_the_standard():
+    for name, ok, bad in (("sum", "iufc", "b"), ("max", "iuf", "bc"), ("lor", "iub", "fc"),
+                          ("band", "iu", "bfc")):
+        rop = parse_op(name)
+        for kind, dt in (("i", np.int32), ("u", np.uint8), ("f", np.float64),
+                         ("c", np.complex128), ("b", np.bool_)):
+            assert rop.mpi_accepts(np.dtype(dt)) == (kind in ok), (name, kind)
+            assert kind not in bad or not rop.mpi_accepts(np.dtype(dt))
+    assert not parse_op(np.subtract).mpi_accepts(np.dtype(np.float64))
 
 
 def test_overlap_spreads_tests_evenly():
@@ -72,12 +100,12 @@ def test_overlap_spreads_tests_evenly():
             calls.append(len(done))
             return False
 
-    overlap(Probe(), done.append, range(12), tests=3)
+    overlap(Probe(None), done.append, range(12), tests=3)
     assert calls == [3, 6, 9]
     with pytest.raises(ValueError, match="tests"):
         overlap(None, done.append, range(2), tests=-1)
     with pytest.raises(ValueError, match="progress"):
-        parse_mode("always")
+        parse_progress("always")
 
 
 def test_progress_thread_needs_thread_multiple(monkeypatch):

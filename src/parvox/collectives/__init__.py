@@ -3,8 +3,10 @@
 A collective is a :class:`Schedule` of rounds of sends, receives and local reductions/copies,
 run on a private duplicate of the communicator. Every operation offers several algorithms
 (linear/star, binomial, recursive doubling, pipelined ring, Rabenseifner, pairwise, Bruck, and
-MPI's own ``native``) plus ``auto``, and an ``i`` form whose request is progressed by test
-calls, a progress thread or only at wait (:mod:`parvox.collectives.progress`).
+MPI's own ``native``) plus ``auto``, and an ``i`` form whose typed request is progressed by
+test calls, a progress thread or only at wait (:mod:`parvox.collectives.progress`). Code
+written for mpi4py runs on these algorithms through :class:`Intracomm`
+(:mod:`parvox.collectives.facade`).
 
 Examples
 --------
@@ -17,8 +19,13 @@ Examples
 [[0, 1]]
 """
 
-from parvox.collectives._context import context
-from parvox.collectives.algorithms import ALGORITHMS, choose
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from parvox.collectives._context import Context, context
+from parvox.collectives.algorithms import ALGORITHMS, choose, parse_choice
 from parvox.collectives.api import (
     allgather,
     allgatherv,
@@ -27,6 +34,7 @@ from parvox.collectives.api import (
     alltoallv,
     barrier,
     bcast,
+    exscan,
     gather,
     gatherv,
     iallgather,
@@ -36,21 +44,24 @@ from parvox.collectives.api import (
     ialltoallv,
     ibarrier,
     ibcast,
+    iexscan,
     igather,
     igatherv,
     ireduce,
     ireduce_scatter,
     ireduce_scatter_block,
+    iscan,
     iscatter,
     iscatterv,
     reduce,
     reduce_scatter,
     reduce_scatter_block,
+    scan,
     scatter,
     scatterv,
 )
 from parvox.collectives.ops import Op, parse_op, reduce_serial
-from parvox.collectives.progress import ProgressUnavailable, overlap
+from parvox.collectives.progress import ProgressUnavailable, overlap, parse_progress
 from parvox.collectives.requests import (
     BaseRequest,
     CollectiveError,
@@ -62,6 +73,11 @@ from parvox.collectives.requests import (
     waitany,
 )
 from parvox.collectives.schedule import Schedule
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from mpi4py import MPI
 
 __all__ = [
     "ALGORITHMS",
@@ -83,6 +99,7 @@ __all__ = [
     "choose",
     "configure",
     "context",
+    "exscan",
     "gather",
     "gatherv",
     "iallgather",
@@ -92,11 +109,13 @@ __all__ = [
     "ialltoallv",
     "ibarrier",
     "ibcast",
+    "iexscan",
     "igather",
     "igatherv",
     "ireduce",
     "ireduce_scatter",
     "ireduce_scatter_block",
+    "iscan",
     "iscatter",
     "iscatterv",
     "overlap",
@@ -105,6 +124,7 @@ __all__ = [
     "reduce_scatter",
     "reduce_scatter_block",
     "reduce_serial",
+    "scan",
     "scatter",
     "scatterv",
     "testall",
@@ -116,21 +136,23 @@ __all__ = [
 
 
 def configure(
-    comm=None,
+    comm: MPI.Intracomm | None = None,
     *,
-    algorithm: str | None = None,
+    algorithm: str | Mapping[str, str] | None = None,
     progress: str | None = None,
     timeout: float | None = None,
     check: bool | None = None,
-):
+) -> Context:
     """Set the defaults of a communicator (collective: call it on every rank).
 
     Parameters
     ----------
     comm : MPI.Intracomm, optional
         World by default.
-    algorithm : str, optional
-        Default algorithm of every operation (``"auto"`` picks per call).
+    algorithm : str or mapping, optional
+        Default algorithm of every operation (``"auto"`` picks per call), or a mapping from
+        operation names to algorithms (the others run ``"auto"``). A name an operation does
+        not offer is an error when that operation is called.
     progress : {"test", "thread", "none"}, optional
         Default progress mode of non-blocking collectives.
     timeout : float, optional
@@ -149,13 +171,11 @@ def configure(
     >>> configure(progress="test").progress
     'test'
     """
-    from parvox.collectives.progress import parse_mode
-
     ctx = context(comm)
     if algorithm is not None:
-        ctx.algorithm = algorithm
+        ctx.algorithm = parse_choice(algorithm)
     if progress is not None:
-        ctx.progress = parse_mode(progress)
+        ctx.progress = parse_progress(progress)
         if ctx.progress == "thread":
             from parvox.collectives.progress import thread
 
@@ -167,7 +187,7 @@ def configure(
     return ctx
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     # Intracomm subclasses mpi4py.MPI.Intracomm: importing it initialises MPI, so it is
     # loaded on first use only (the launcher imports parvox without starting MPI).
     if name == "Intracomm":
@@ -177,5 +197,6 @@ def __getattr__(name: str):
     if name == "tiles":
         import importlib
 
-        return importlib.import_module("parvox.collectives.tiles")
+        module: ModuleType = importlib.import_module("parvox.collectives.tiles")
+        return module
     raise AttributeError(f"module 'parvox.collectives' has no attribute {name!r}")

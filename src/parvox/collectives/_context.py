@@ -1,17 +1,39 @@
-"""Per-communicator state: the private duplicate, the tag counter, defaults (internal)."""
+"""Per-communicator state of the collectives: the private duplicate, tags, defaults (internal).
+
+The :class:`Context` is an attribute of the user's communicator (so a facade that shares the
+handle shares it too, and it goes away when the communicator is freed); its ``comm`` is the
+private duplicate of :func:`parvox.comm.private_comm`, freed with the user's communicator.
+
+Examples
+--------
+>>> ctx = context()
+>>> ctx.comm is context().comm
+True
+>>> ctx.next_tag() != ctx.next_tag()
+True
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, cast
 
 from parvox.collectives._mpi import mpi
-from parvox.collectives.progress import parse_mode
+from parvox.collectives.progress import parse_progress
+from parvox.comm import private_comm
+from parvox.tags import COLLECTIVES
 
-__all__ = ["Context", "context"]
+if TYPE_CHECKING:
+    from mpi4py import MPI
 
-_KEYVAL: Any = None
+__all__ = ["AlgorithmChoice", "Context", "context"]
+
+#: an algorithm name for every operation, or one per operation (others use ``"auto"``)
+AlgorithmChoice = str | Mapping[str, str]
+
+_KEYVAL: int | None = None
 
 
 @dataclasses.dataclass
@@ -26,58 +48,65 @@ class Context:
         Of the communicator.
     progress : str
         Default progress mode for non-blocking collectives on it.
-    algorithm : str
-        Default algorithm (``"auto"``).
+    algorithm : str or mapping
+        Default algorithm (``"auto"``), or one per operation name.
     timeout : float or None
         Default timeout (seconds) of blocking collectives and waits; None waits for ever.
     check : bool
         Verify before every collective that all ranks agree on counts, dtypes and root.
     """
 
-    comm: Any
+    comm: MPI.Intracomm
     rank: int
     size: int
     progress: str = "test"
-    algorithm: str = "auto"
+    algorithm: AlgorithmChoice = "auto"
     timeout: float | None = None
     check: bool = False
     counter: int = 0
-    tag_ub: int = 32767
+    tag_top: int = COLLECTIVES.base + COLLECTIVES.size
 
     def next_tag(self) -> int:
         """A fresh tag: every rank calls collectives in the same order, so tags agree."""
         self.counter += 1
-        return 1 + (self.counter % (self.tag_ub - 1))
+        return COLLECTIVES.base + self.counter % (self.tag_top - COLLECTIVES.base)
 
 
 def _env_timeout() -> float | None:
     raw = os.environ.get("PARVOX_COLLECTIVE_TIMEOUT")
-    return float(raw) if raw else None
+    if not raw:
+        return None
+    value = float(raw)
+    return value if value > 0 else None
 
 
-def context(comm: Any = None) -> Context:
+_WORLD: Context | None = None
+
+
+def context(comm: MPI.Comm | None = None) -> Context:
     """The :class:`Context` of ``comm`` (world by default), created collectively on first use."""
-    global _KEYVAL
-    MPI = mpi()
-
+    global _KEYVAL, _WORLD
     if comm is None:
-        comm = MPI.COMM_WORLD
+        if _WORLD is None:  # the world is never freed: its context is kept at hand
+            _WORLD = context(mpi().COMM_WORLD)
+        return _WORLD
+    MPI = mpi()
     if _KEYVAL is None:
         _KEYVAL = MPI.Comm.Create_keyval()
-    ctx = comm.Get_attr(_KEYVAL)
+    ctx = cast("Context | None", comm.Get_attr(_KEYVAL))
     if ctx is None:
         if comm.Is_inter():
             raise TypeError("comm: parvox collectives need an intracommunicator")
-        dup = MPI.Intracomm(MPI.Intracomm.Dup(comm))  # plain class, even for a facade
+        dup = private_comm(MPI.Intracomm(comm))
         tag_ub = dup.Get_attr(MPI.TAG_UB) or 32767
         ctx = Context(
             comm=dup,
             rank=dup.Get_rank(),
             size=dup.Get_size(),
-            progress=parse_mode(os.environ.get("PARVOX_PROGRESS", "test")),
+            progress=parse_progress(os.environ.get("PARVOX_PROGRESS", "test")),
             timeout=_env_timeout(),
             check=os.environ.get("PARVOX_CHECK_COLLECTIVES", "") not in ("", "0"),
-            tag_ub=int(min(tag_ub, 2**30)),
+            tag_top=int(min(tag_ub, 2**30)) + 1,
         )
         comm.Set_attr(_KEYVAL, ctx)
     return ctx

@@ -15,7 +15,7 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -61,7 +61,7 @@ def barrier_dissemination(rank: int, size: int) -> Schedule:
     return s
 
 
-def _copy(dst: np.ndarray, src: np.ndarray):
+def _copy(dst: np.ndarray, src: np.ndarray) -> Callable[[], None]:
     def run() -> None:
         dst[...] = src
 
@@ -134,10 +134,10 @@ def alltoall_bruck(
         rb = np.empty_like(sb)
         s.keep.extend([sb, rb])
 
-        def pack(sb=sb, idx=idx) -> None:
+        def pack(sb: np.ndarray = sb, idx: np.ndarray = idx) -> None:
             sb[...] = tmp[idx]
 
-        def unpack(rb=rb, idx=idx) -> None:
+        def unpack(rb: np.ndarray = rb, idx: np.ndarray = idx) -> None:
             tmp[idx] = rb
 
         s.local(pack)

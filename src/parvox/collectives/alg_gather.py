@@ -17,7 +17,7 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -35,6 +35,7 @@ __all__ = [
     "displacements",
     "gatherv_binomial",
     "gatherv_linear",
+    "rooted_counts",
     "scatterv_binomial",
     "scatterv_linear",
     "segments",
@@ -61,7 +62,7 @@ def segments(buf: np.ndarray, nseg: int) -> list[np.ndarray]:
     return [buf[bounds[i] : bounds[i + 1]] for i in range(nseg)]
 
 
-def _copy(dst: np.ndarray, src: np.ndarray):
+def _copy(dst: np.ndarray, src: np.ndarray) -> Callable[[], None]:
     def run() -> None:
         dst[...] = src
 
@@ -283,6 +284,33 @@ def scatterv_binomial(
         mask >>= 1
     if recvbuf is not None:
         s.local(_copy(recvbuf, tmp[0 : rcounts[vr]]))
+    return s
+
+
+def rooted_counts(
+    counts: Sequence[int] | None, root: int, rank: int, size: int,
+    build: Callable[[tuple[int, ...]], Schedule], name: str,
+) -> Schedule:
+    """Broadcast the block sizes from ``root`` (binomial), then run ``build(counts)``.
+
+    For a gatherv/scatterv called the MPI way, where only root knows every block size: the
+    schedule extends itself once the counts have arrived (``counts`` is ignored off root).
+    """
+    cbuf = np.zeros(size, np.int64)
+    if rank == root:
+        assert counts is not None
+        cbuf[:] = counts
+    s = bcast_binomial(cbuf, root, rank, size)
+    s.name = name
+    s.keep.append(cbuf)
+
+    def expand() -> None:
+        rest = build(tuple(int(c) for c in cbuf))
+        s.extend(rest)
+        s.result = rest.result
+
+    s.next_round()
+    s.local(expand)
     return s
 
 

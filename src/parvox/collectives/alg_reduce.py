@@ -146,7 +146,8 @@ def reduce_binomial(
 
 
 def _halving(
-    s: Schedule, acc: np.ndarray, op: ReduceOp, vd: np.ndarray, v: int, pof2: int, real
+    s: Schedule, acc: np.ndarray, op: ReduceOp, vd: np.ndarray, v: int, pof2: int,
+    real: Callable[[int], int],
 ) -> None:
     """Recursive halving over virtual ranks: afterwards ``acc[vd[v]:vd[v+1]]`` is reduced."""
     tmp = np.empty(acc.shape[0], dtype=acc.dtype)
@@ -169,7 +170,9 @@ def _halving(
         mask >>= 1
 
 
-def _doubling(s: Schedule, acc: np.ndarray, vd: np.ndarray, v: int, pof2: int, real) -> None:
+def _doubling(
+    s: Schedule, acc: np.ndarray, vd: np.ndarray, v: int, pof2: int, real: Callable[[int], int]
+) -> None:
     """Recursive doubling all-gather of the virtual blocks of ``acc`` (in place)."""
     mask = 1
     while mask < pof2:

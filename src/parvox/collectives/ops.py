@@ -90,35 +90,35 @@ class ReduceOp:
             assert self.fn is not None
             out[...] = self.fn(left, right)
 
-    def mpi_op(self, dtype: Any = None) -> Any:
-        """The matching MPI operator (built-in, or created from the Python function for
-        buffers of ``dtype``)."""
-        from mpi4py import MPI
+    def mpi_accepts(self, dtype: np.dtype[Any]) -> bool:
+        """Whether MPI defines this built-in operator on ``dtype`` (MPI 4.1, section 6.9.2).
 
-        if self.mpi_name is not None:
-            return getattr(MPI, self.mpi_name)
-        return _user_mpi_op(self, np.dtype(dtype if dtype is not None else np.float64))
+        ``False`` for Python operators. MPI has no ``max`` of booleans or complex numbers, no
+        ``sum`` of booleans; parvox's own schedules reduce those with NumPy anyway.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> parse_op("max").mpi_accepts(np.dtype(bool)), parse_op("lor").mpi_accepts(np.dtype(bool))
+        (False, True)
+        """
+        if self.mpi_name is None:
+            return False
+        key = (self.name, dtype)
+        found = _ACCEPTS.get(key)
+        if found is None:
+            kind = dtype.kind if dtype.fields is None and dtype.subdtype is None else "V"
+            found = _ACCEPTS[key] = kind in _MPI_KINDS[self.name]
+        return found
 
 
-_USER_MPI_OPS: dict[tuple[int, str], Any] = {}
+_ACCEPTS: dict[tuple[str, np.dtype[Any]], bool] = {}
 
-
-def _user_mpi_op(op: ReduceOp, dt: np.dtype) -> Any:
-    from mpi4py import MPI
-
-    key = (id(op), dt.str if dt.fields is None else repr(dt.descr))
-    if key not in _USER_MPI_OPS:
-        fn = op.fn if op.fn is not None else op.ufunc
-        assert fn is not None
-
-        def apply(inbuf: Any, inoutbuf: Any, datatype: Any) -> None:
-            # MPI semantics: inoutbuf = inbuf (op) inoutbuf, inbuf from the lower ranks.
-            a = np.frombuffer(inbuf, dtype=dt)
-            b = np.frombuffer(inoutbuf, dtype=dt)
-            b[...] = fn(a, b)
-
-        _USER_MPI_OPS[key] = (MPI.Op.Create(apply, commute=op.commutative), op)
-    return _USER_MPI_OPS[key][0]
+#: numpy kinds each MPI built-in accepts: integer (i, u), floating (f), complex (c), logical (b)
+_MPI_KINDS = {
+    "sum": "iufc", "prod": "iufc", "max": "iuf", "min": "iuf",
+    "land": "iub", "lor": "iub", "lxor": "iub", "band": "iu", "bor": "iu", "bxor": "iu",
+}
 
 
 _PARSED: dict[str, ReduceOp] = {}
@@ -150,17 +150,17 @@ def parse_op(op: Any) -> ReduceOp:
     if isinstance(op, Op):
         if isinstance(op.fn, np.ufunc) and op.fn in _UFUNC_NAMES:
             return parse_op(_UFUNC_NAMES[op.fn])
-        uf = op.fn if isinstance(op.fn, np.ufunc) and op.fn.nin == 2 else None
-        return ReduceOp(_name(op.fn), uf, None if uf else op.fn, op.commutative, None)
+        binary = op.fn if isinstance(op.fn, np.ufunc) and op.fn.nin == 2 else None
+        return ReduceOp(_name(op.fn), binary, None if binary else op.fn, op.commutative, None)
     if isinstance(op, np.ufunc):
         if op.nin != 2:
             raise ValueError(f"op: ufunc {op.__name__} is not binary")
         if op in _UFUNC_NAMES:
             return parse_op(_UFUNC_NAMES[op])
         return ReduceOp(op.__name__, op, None, False, None)
-    mpi_name = _mpi_builtin_name(op)
-    if mpi_name is not None:
-        return parse_op(mpi_name)
+    builtin = _mpi_builtin_name(op)
+    if builtin is not None:
+        return parse_op(builtin)
     if callable(op):
         return ReduceOp(_name(op), None, op, False, None)
     raise TypeError(f"op: expected a name, MPI.Op, ufunc or callable, got {type(op).__name__}")

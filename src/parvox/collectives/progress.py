@@ -7,7 +7,7 @@ Three modes, chosen per communicator (:func:`configure`) or per call (``progress
     calls evenly through a loop of work (seed 000 used ``4 x P`` NBC_Test calls per subset).
 ``"thread"``
     A progress thread per process advances every registered collective. It sleeps in
-    ``MPI_Waitsome`` (the GIL released) and is woken by a message to itself when a new
+    ``MPI_Waitany`` (the GIL released) and is woken by a generalized request when a new
     collective is registered. Needs ``MPI_THREAD_MULTIPLE``; it only pays off with a spare core.
 ``"none"``
     Only ``wait()`` advances a collective: the baseline that shows what overlap buys.
@@ -26,28 +26,41 @@ from __future__ import annotations
 import atexit
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from parvox.collectives.requests import BaseRequest, CollectiveError, Request
+from parvox.collectives._engine import ENGINE, Wakeup
+from parvox.collectives.requests import BaseRequest, Request
 from parvox.comm import ParvoxError
 
-__all__ = ["MODES", "ProgressThread", "ProgressUnavailable", "overlap", "parse_mode", "thread"]
+if TYPE_CHECKING:
+    from mpi4py import MPI
+
+__all__ = [
+    "MODES",
+    "ProgressThread",
+    "ProgressUnavailable",
+    "overlap",
+    "parse_progress",
+    "thread",
+]
 
 MODES = ("test", "thread", "none")
+
+R = TypeVar("R")
 
 
 class ProgressUnavailable(ParvoxError):
     """A progress thread was asked for but MPI was not initialised with MPI_THREAD_MULTIPLE."""
 
 
-def parse_mode(mode: str) -> str:
+def parse_progress(mode: str) -> str:
     """Validate a progress mode name.
 
     Examples
     --------
-    >>> parse_mode("thread")
+    >>> parse_progress("thread")
     'thread'
     """
     if mode not in MODES:
@@ -56,7 +69,12 @@ def parse_mode(mode: str) -> str:
 
 
 class ProgressThread:
-    """A daemon thread that advances registered requests until they complete."""
+    """A daemon thread that advances registered requests until they complete.
+
+    It blocks in ``MPI_Waitany`` on the messages of its requests (the GIL released) plus a
+    generalized request that :meth:`register`, :meth:`abandon` and :meth:`stop` complete to
+    wake it.
+    """
 
     def __init__(self) -> None:
         from mpi4py import MPI
@@ -67,21 +85,15 @@ class ProgressThread:
                 f"(got level {MPI.Query_thread()}); use progress='test'"
             )
         self._cond = threading.Condition()
-        self._new: list[Request] = []
+        self._new: list[Request[Any]] = []
         self._stop = False
-        self._wake = MPI.Grequest.Start()  # completed by other threads to wake the loop
-        self._woken = False
+        self._wake = Wakeup()  # completed by other threads to wake the loop
+        ENGINE.set_threaded()
         self._thread = threading.Thread(target=self._loop, name="parvox-progress", daemon=True)
         self._thread.start()
         atexit.register(self.stop)
 
-    def _poke(self) -> None:
-        # caller holds self._cond
-        if not self._woken:
-            self._woken = True
-            self._wake.Complete()
-
-    def register(self, req: Request) -> None:
+    def register(self, req: Request[Any]) -> None:
         """Hand ``req`` (already started) to the thread."""
         req.waiter = threading.Event()
         if req.done:
@@ -90,7 +102,16 @@ class ProgressThread:
         with self._cond:
             self._new.append(req)
             self._cond.notify()
-            self._poke()
+            self._wake.poke()
+
+    def abandon(self, req: Request[Any]) -> None:
+        """Make the thread give ``req`` up (its wait timed out); return once it has."""
+        req.abandon = True
+        with self._cond:
+            self._cond.notify()
+            self._wake.poke()
+        assert req.waiter is not None
+        req.waiter.wait()
 
     def stop(self) -> None:
         """Stop the thread (at exit, before MPI is finalised)."""
@@ -99,13 +120,13 @@ class ProgressThread:
                 return
             self._stop = True
             self._cond.notify()
-            self._poke()
+            self._wake.poke()
         self._thread.join(timeout=5)
 
     def _loop(self) -> None:
         from mpi4py import MPI
 
-        active: list[Request] = []
+        active: list[Request[Any]] = []
         while True:
             with self._cond:
                 while not self._new and not active and not self._stop:
@@ -116,28 +137,35 @@ class ProgressThread:
                 self._new.clear()
             still = []
             for req in active:
-                try:
-                    if not req._advance():
-                        still.append(req)
-                except BaseException as exc:  # hand the error to the waiting thread
-                    req.error = exc if isinstance(exc, CollectiveError) else CollectiveError(
-                        f"{req.schedule.name}: {exc}"
-                    )
+                req._step()
+                if req.done:
                     assert req.waiter is not None
                     req.waiter.set()
+                else:
+                    still.append(req)
+            if len(still) < len(active):
+                ENGINE.notify()  # a waitany() may be waiting for one of them
             active = still
             if not active:
                 continue
-            pending = [self._wake] + [r for req in active for r in req._reqs]
-            MPI.Request.Waitany(pending)  # the GIL is released while it blocks
+            handles: list[MPI.Request] = [self._wake.greq]
+            owners: list[Request[Any] | None] = [None]
+            for req in active:
+                mine = req._handles()
+                handles += mine
+                owners += [req] * len(mine)
+            before = [h == MPI.REQUEST_NULL for h in handles]
+            try:
+                MPI.Request.Waitany(handles)  # the GIL is released while it blocks
+            except MPI.Exception as exc:
+                for h, was_null, owner in zip(handles, before, owners, strict=True):
+                    if owner is not None and not was_null and h == MPI.REQUEST_NULL:
+                        owner._blame(exc)
             with self._cond:
-                if self._woken:
-                    self._wake.Wait()
-                    self._wake = MPI.Grequest.Start()
-                    self._woken = False
+                if self._wake.greq == MPI.REQUEST_NULL:  # woken: a fresh generalized request
+                    self._wake = Wakeup()
         with self._cond:
-            self._poke()
-            self._wake.Wait()
+            self._wake.close()
 
 
 _THREAD: ProgressThread | None = None
@@ -154,11 +182,11 @@ def thread() -> ProgressThread:
 
 
 def overlap(
-    request: BaseRequest | Iterable[BaseRequest] | None,
-    work: Callable[[Any], Any],
+    request: BaseRequest[Any] | Iterable[BaseRequest[Any]] | None,
+    work: Callable[[Any], R],
     items: Iterable[Any],
     tests: int = 4,
-) -> list[Any]:
+) -> list[R]:
     """Run ``work(item)`` for every item, calling ``test()`` ``tests`` times spread evenly.
 
     This is seed 000's recipe: the non-blocking collective runs while the independent work
@@ -183,15 +211,15 @@ def overlap(
     """
     if tests < 0:
         raise ValueError(f"tests: must be >= 0, got {tests}")
-    items = list(items)
-    reqs: list[BaseRequest]
+    todo = list(items)
+    reqs: list[BaseRequest[Any]]
     if request is None:
         reqs = []
     elif isinstance(request, BaseRequest):
         reqs = [request]
     else:
         reqs = list(request)
-    n = len(items)
+    n = len(todo)
     # item index after which the j-th test happens: evenly spaced through the loop
     marks = np.zeros(n + 1, dtype=np.int64)
     if tests and n:
@@ -200,7 +228,7 @@ def overlap(
     elif tests:
         marks[0] = tests
     out = []
-    for i, item in enumerate(items):
+    for i, item in enumerate(todo):
         out.append(work(item))
         for _ in range(int(marks[i])):
             for r in reqs:

@@ -1,13 +1,20 @@
 """Requests: a running collective that completes by ``test()`` / ``wait()`` calls.
 
-A :class:`Request` executes a :class:`~parvox.collectives.schedule.Schedule` round by round.
-It holds references to every buffer of the schedule until it completes, so temporaries and user
-buffers stay alive. Progress happens where the request's progress mode allows it:
+Every non-blocking collective returns a :class:`BaseRequest` whose ``wait()`` returns the
+result (typed: ``BaseRequest[numpy.ndarray]`` for an allreduce, ``BaseRequest[None]`` for a
+barrier). A :class:`Request` executes a :class:`~parvox.collectives.schedule.Schedule` round
+by round and holds every buffer of the schedule until it completes; a :class:`NativeRequest`
+is MPI's own non-blocking collective. Progress happens where the request's mode allows it:
 
-* ``"test"``: each ``test()`` advances as far as the completed messages allow; ``wait()`` runs
-  the rest;
-* ``"thread"``: a progress thread advances it; ``test()`` only reads the state;
-* ``"none"``: only ``wait()`` advances it (``test()`` reports completion without progressing).
+* ``"test"``: each ``test()`` advances every outstanding collective as far as the completed
+  messages allow; ``wait()`` runs the rest;
+* ``"thread"``: the progress thread advances it; ``test()`` only reads the state;
+* ``"none"``: only waits advance it (``test()`` reports completion without progressing).
+
+Waits block inside MPI without holding any lock other threads need
+(:mod:`parvox.collectives._engine`). A wait that times out cancels the collective's pending
+receives, completes them, and fails the request with :class:`CollectiveTimeout`; sends that
+cannot be cancelled are kept (with their buffers) until MPI completes them.
 
 Examples
 --------
@@ -21,12 +28,16 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
+from parvox.collectives._engine import ENGINE
 from parvox.collectives._mpi import mpi
-from parvox.collectives.schedule import LOCAL, SEND, Schedule
+from parvox.collectives.schedule import LOCAL, RECV, SEND, Schedule
 from parvox.comm import ParvoxError
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
 
 __all__ = [
     "BaseRequest",
@@ -35,12 +46,14 @@ __all__ = [
     "CompletedRequest",
     "NativeRequest",
     "Request",
+    "progress_all",
     "testall",
     "testany",
-    "progress_all",
     "waitall",
     "waitany",
 ]
+
+T = TypeVar("T")
 
 
 class CollectiveError(ParvoxError):
@@ -51,241 +64,366 @@ class CollectiveTimeout(CollectiveError):
     """A collective did not complete within its timeout (a rank is missing or disagrees)."""
 
 
-class BaseRequest:
+class BaseRequest(Generic[T]):
     """What every parvox request offers: ``test()``, ``wait()``, ``done``, ``result``.
 
     The mpi4py spellings ``Test()`` and ``Wait()`` are aliases, so code written for
     ``mpi4py.MPI.Request`` works unchanged.
+
+    Parameters
+    ----------
+    result : object
+        What ``wait()`` returns (the output buffer, where the collective has one).
+    timeout : float, optional
+        Default of ``wait()``'s timeout (seconds; None waits for ever).
+    name : str
+        What the collective computes (shown in errors).
+    mode : {"test", "thread", "none"}
+        Progress mode.
     """
 
-    done: bool = False
-    result: Any = None
+    __slots__ = ("_limit", "abandon", "done", "error", "mode", "name", "result", "timeout")
 
+    def __init__(
+        self, result: T, timeout: float | None = None, name: str = "collective",
+        mode: str = "test",
+    ) -> None:
+        self.result = result
+        self.timeout = timeout
+        self.name = name
+        self.mode = mode
+        self.done = False
+        self.error: BaseException | None = None
+        self.abandon = False
+        self._limit: float | None = None
+
+    # -- the engine's side ---------------------------------------------------------------
+    def _handles(self) -> list[MPI.Request]:
+        return []
+
+    def _advance(self) -> bool:
+        """Advance; return ``done``. May raise :class:`CollectiveError`."""
+        return self.done
+
+    def _cancel(self) -> list[BaseException]:
+        """Give up the collective's messages; return the MPI errors that happened."""
+        return []
+
+    def _step(self) -> None:
+        try:
+            if self.abandon:
+                errors = self._cancel()
+                note = f"; cancelling its messages failed: {errors}" if errors else ""
+                self._fail(CollectiveTimeout(f"{self._where()}{note}"))
+            else:
+                self._advance()
+        except Exception as exc:  # a local step failed: the request's own wait raises it
+            self._fail(exc)
+
+    def _blame(self, exc: BaseException) -> None:
+        self._fail(CollectiveError(
+            f"{self.name}: MPI failed ({exc}); do all ranks pass the same counts, dtypes, root "
+            "and operator?"
+        ))
+
+    def _fail(self, exc: BaseException) -> None:
+        if self.done:
+            return
+        self.error = exc
+        self.done = True
+        self._released()
+
+    def _released(self) -> None:
+        """Hook: the collective is over (completed or failed)."""
+
+    def _where(self) -> str:
+        limit = f"{self._limit} s" if self._limit is not None else "its timeout"
+        return f"{self.name}: not complete after {limit}; a rank is missing or the ranks " \
+            "disagree on counts"
+
+    def _progress_on_test(self) -> bool:
+        return self.mode != "none"
+
+    # -- the user's side ---------------------------------------------------------------------
     def test(self) -> bool:
-        """Advance if the progress mode allows it; return whether the collective completed."""
-        raise NotImplementedError
+        """Advance if the progress mode allows it; return whether the collective completed.
 
-    def wait(self, timeout: float | None = None) -> Any:
-        """Complete the collective and return its result (the output buffer, where it has one).
-
-        Raises :class:`CollectiveTimeout` after ``timeout`` seconds (None: wait for ever).
+        Raises the collective's error (:class:`CollectiveError`) if it failed.
         """
-        raise NotImplementedError
+        if not self.done and self._progress_on_test():
+            ENGINE.progress(only_test=True)
+        if self.error is not None:
+            raise self.error
+        return self.done
 
-    def Test(self, status: Any = None) -> bool:
+    def wait(self, timeout: float | None = None) -> T:
+        """Complete the collective and return its result.
+
+        Raises :class:`CollectiveTimeout` after ``timeout`` seconds (default: the request's
+        own timeout; None waits for ever) and :class:`CollectiveError` if it failed.
+        """
+        if not self.done:
+            limit = timeout if timeout is not None else self.timeout
+            deadline = None if limit is None else time.monotonic() + limit
+            if not self._wait_until(deadline):
+                self._abandon_now(limit)
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+    def _wait_until(self, deadline: float | None) -> bool:
+        return ENGINE.wait_until(lambda: self.done, deadline)
+
+    def _run(self) -> T:
+        """Run a request of a blocking collective (started, not registered) to completion."""
+        if not self.done:
+            limit = self.timeout
+            deadline = None if limit is None else time.monotonic() + limit
+            if not ENGINE.run(self, deadline):
+                self._abandon_now(limit)
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+    def _abandon_now(self, limit: float | None) -> None:
+        self._limit = limit
+        ENGINE.abandon(self)
+
+    def Test(self, status: MPI.Status | None = None) -> bool:
         """mpi4py spelling of :meth:`test`."""
         return self.test()
 
-    def Wait(self, status: Any = None) -> bool:
+    def Wait(self, status: MPI.Status | None = None) -> Literal[True]:
         """mpi4py spelling of :meth:`wait` (returns ``True`` like ``MPI.Request.Wait``)."""
         self.wait()
         return True
 
 
-class CompletedRequest(BaseRequest):
+class CompletedRequest(BaseRequest[T]):
     """A request that is complete from the start (1-rank runs, empty collectives)."""
 
-    def __init__(self, result: Any = None) -> None:
-        self.result = result
+    __slots__ = ()
+
+    def __init__(self, result: T) -> None:
+        super().__init__(result)
         self.done = True
 
-    def test(self) -> bool:
-        return True
 
-    def wait(self, timeout: float | None = None) -> Any:
-        return self.result
+class _Zombie(BaseRequest[None]):
+    """MPI requests a failed collective could not cancel, with the buffers they use: the engine
+    keeps testing them (in waits) until MPI has finished with the buffers."""
 
+    __slots__ = ("_keep", "_zombies")
 
-class NativeRequest(BaseRequest):
-    """An MPI-3 non-blocking collective (``MPI.Request``) behind the parvox interface."""
+    def __init__(self, handles: list[MPI.Request], keep: list[Any]) -> None:
+        super().__init__(None, name="abandoned messages", mode="none")
+        self._zombies = handles
+        self._keep = keep
 
-    def __init__(self, request: Any, result: Any, keep: Sequence[Any] = (), mode: str = "test"):
-        self._req = request
-        self.result = result
-        self._keep = list(keep)
-        self.mode = mode
+    def _handles(self) -> list[MPI.Request]:
+        return self._zombies
 
-    def test(self) -> bool:
-        if not self.done and self.mode != "none" and self._req.Test():
-            self._finish()
+    def _advance(self) -> bool:
+        MPI = mpi()
+        try:
+            if MPI.Request.Testall(self._zombies):
+                self.done = True
+                self._keep = []
+        except MPI.Exception:
+            self.done = True  # nothing more can be done about them
         return self.done
 
-    def wait(self, timeout: float | None = None) -> Any:
-        if not self.done:
-            if timeout is None and not _ACTIVE:
-                self._req.Wait()
-            else:
-                deadline = None if timeout is None else time.monotonic() + timeout
-                while not self._req.Test():
-                    progress_all()  # schedules other ranks may be waiting for
-                    if deadline is not None and time.monotonic() > deadline:
-                        raise CollectiveTimeout(f"native collective not complete after {timeout} s")
-                    time.sleep(0)
-            self._finish()
-        return self.result
-
-    def _finish(self) -> None:
+    def _blame(self, exc: BaseException) -> None:
         self.done = True
+
+
+def _bury(handles: list[MPI.Request], keep: list[Any]) -> None:
+    if handles:
+        ENGINE.register(_Zombie(handles, keep))
+
+
+class NativeRequest(BaseRequest[T]):
+    """An MPI-3 non-blocking collective (``MPI.Request``) behind the parvox interface.
+
+    ``release`` runs once the collective is over (it frees datatypes or operators created
+    for the call).
+    """
+
+    __slots__ = ("_keep", "_release", "_req")
+
+    def __init__(
+        self, request: MPI.Request, result: T, *, name: str = "native", mode: str = "test",
+        timeout: float | None = None, release: Callable[[], None] | None = None,
+        keep: Sequence[Any] = (),
+    ) -> None:
+        # (the attributes of BaseRequest set here directly: this is on every call's path)
+        self.result, self.timeout, self.name, self.mode = result, timeout, name, mode
+        self.done, self.error, self.abandon, self._limit = False, None, False, None
+        self._req = request
+        self._release = release
+        self._keep = list(keep) if keep else []
+
+    def _handles(self) -> list[MPI.Request]:
+        return [] if self.done else [self._req]
+
+    def _advance(self) -> bool:
+        MPI = mpi()
+        if not self.done:
+            try:
+                if self._req.Test():
+                    self.done = True
+                    self._released()
+            except MPI.Exception as exc:
+                self._blame(exc)
+        return self.done
+
+    def _cancel(self) -> list[BaseException]:
+        # MPI forbids cancelling a non-blocking collective: keep it until MPI completes it
+        _bury([self._req], self._keep)
+        return []
+
+    def _released(self) -> None:
         self._keep = []
+        if self._release is not None:
+            release, self._release = self._release, None
+            release()
 
 
-#: requests progressed by test/wait calls (modes "test" and "none"), in start order
-_ACTIVE: list[Request] = []
-_LOCK = threading.RLock()
-
-
-class Request(BaseRequest):
+class Request(BaseRequest[T]):
     """A schedule in flight on a communicator with its own tag.
 
     Built by the collective functions (``iallreduce`` ...); users only test and wait.
-    Every ``test()`` (mode ``"test"``) and every ``wait()`` progresses *all* outstanding
+    Every ``test()`` (mode ``"test"``) and every wait progresses *all* outstanding
     requests, as MPI's progress rule demands: ranks may then wait for their collectives in
     different orders without deadlocking.
     """
 
-    def __init__(self, schedule: Schedule, comm: Any, tag: int, mode: str = "test") -> None:
+    __slots__ = ("_after", "_kinds", "_reqs", "_round", "comm", "schedule", "tag", "waiter")
+
+    def __init__(
+        self, schedule: Schedule, comm: MPI.Intracomm, tag: int, mode: str = "test",
+        result: Any = None, timeout: float | None = None,
+        after: Callable[[], None] | None = None,
+    ) -> None:
+        super().__init__(result if result is not None else schedule.result, timeout,
+                         schedule.name, mode)
         self.schedule = schedule
         self.comm = comm
         self.tag = tag
-        self.mode = mode
-        self.result = schedule.result
-        self.error: BaseException | None = None
         self._round = -1
-        self._reqs: list[Any] = []
+        self._reqs: list[MPI.Request] = []
+        self._kinds: list[int] = []
         self.waiter: threading.Event | None = None
+        self._after = after
 
-    def start(self) -> Request:
-        """Post the first round(s); register for progress (called by the collective)."""
-        with _LOCK:
-            self._advance()
-            if not self.done and self.mode != "thread":
-                _ACTIVE.append(self)
+    def start(self) -> Request[T]:
+        """Post the first round(s) (called by the collective); errors are raised here."""
+        self._advance()
         return self
 
-    # -- the engine ------------------------------------------------------------------
+    # -- the engine --------------------------------------------------------------------------
     def _post(self, index: int) -> None:
         """Start round ``index``: execute its actions in order (posting messages)."""
         MPI = mpi()
 
         comm, tag = self.comm, self.tag
-        reqs = []
+        reqs, kinds = [], []
         for kind, obj, peer in self.schedule.rounds[index]:
             if kind == LOCAL:
                 obj()
                 continue
+            assert peer is not None
             buf = obj() if callable(obj) else obj
             if kind == SEND:
                 reqs.append(comm.Isend([buf, MPI.BYTE], peer, tag))
             else:
                 reqs.append(comm.Irecv([buf, MPI.BYTE], peer, tag))
-        self._reqs = reqs
+            kinds.append(kind)
+        self._reqs, self._kinds = reqs, kinds
         self._round = index
 
-    def _error(self, exc: Exception) -> CollectiveError:
-        return CollectiveError(
-            f"{self.schedule.name}: MPI failed ({exc}); do all ranks pass the same counts, "
-            "dtypes, root and operator?"
-        )
+    def _handles(self) -> list[MPI.Request]:
+        return self._reqs
 
     def _advance(self) -> bool:
         """Move through every round whose messages have completed; return ``done``."""
         MPI = mpi()
 
+        if self.done:
+            return True
         rounds = self.schedule.rounds
         try:
             while True:
                 if self._reqs and not MPI.Request.Testall(self._reqs):
                     return False
                 nxt = self._round + 1
-                if nxt >= len(rounds):
-                    self._complete()
+                if nxt >= len(rounds):  # (a local step may have added rounds: re-read)
+                    self._reqs = []
+                    if self._after is not None:
+                        self._after()
+                    self.done = True
+                    self._released()
                     return True
                 self._post(nxt)
         except MPI.Exception as exc:
-            raise self._error(exc) from exc
+            self._blame(exc)
+            return True
 
-    def _complete(self) -> None:
-        self._reqs = []
-        self.done = True
+    def _released(self) -> None:
         self.schedule.rounds = []  # release temporaries
         self.schedule.keep = []
         if self.waiter is not None:
             self.waiter.set()
 
-    def run(self, timeout: float | None = None) -> Any:
-        """Execute the whole schedule now, blocking (the blocking collectives' path).
-
-        With other collectives outstanding, they are progressed too while this one runs (a
-        rank may be waiting for one of them before it joins this collective).
-        """
+    def _cancel(self) -> list[BaseException]:
         MPI = mpi()
+        errors: list[BaseException] = []
+        survivors = []
+        for h, kind in zip(self._reqs, self._kinds, strict=True):
+            try:
+                if kind == RECV:
+                    h.Cancel()  # a cancelled receive is guaranteed to complete
+                    h.Wait()
+                elif not h.Test():
+                    survivors.append(h)
+            except MPI.Exception as exc:
+                errors.append(exc)
+        if survivors:
+            _bury(survivors, [self.schedule.rounds, self.schedule.keep])
+            self.schedule = Schedule(self.schedule.name)  # the zombie owns the buffers now
+        self._reqs, self._kinds = [], []
+        return errors
 
-        if _ACTIVE:
-            self.start()
-            _progress_until(self, timeout)
-            return self.result
-        rounds = self.schedule.rounds
-        deadline = None if timeout is None else time.monotonic() + timeout
-        try:
-            for index in range(len(rounds)):
-                self._post(index)
-                if not self._reqs:
-                    continue
-                if deadline is None:
-                    MPI.Request.Waitall(self._reqs)
-                else:
-                    while not MPI.Request.Testall(self._reqs):
-                        if time.monotonic() > deadline:
-                            raise self._timeout(timeout)
-                        time.sleep(0)
-        except MPI.Exception as exc:
-            raise self._error(exc) from exc
-        self._complete()
-        return self.result
-
-    def _timeout(self, timeout: float | None) -> CollectiveTimeout:
-        self._abandon()
-        return CollectiveTimeout(
-            f"{self.schedule.name}: not complete after {timeout} s (round {self._round + 1} of "
+    def _where(self) -> str:
+        limit = f"{self._limit} s" if self._limit is not None else "its timeout"
+        return (
+            f"{self.name}: not complete after {limit} (round {self._round + 1} of "
             f"{len(self.schedule.rounds)}); a rank is missing or the ranks disagree on counts"
         )
 
-    def _abandon(self) -> None:
-        """Cancel the pending receives of a collective that will not complete."""
-        MPI = mpi()
+    # -- the user interface --------------------------------------------------------------------
+    def _progress_on_test(self) -> bool:
+        return self.mode == "test"  # the progress thread owns a "thread" request
 
-        for r in self._reqs:
-            try:
-                r.Cancel()
-            except MPI.Exception:
-                pass
-        if self in _ACTIVE:
-            _ACTIVE.remove(self)
+    def _wait_until(self, deadline: float | None) -> bool:
+        if self.mode != "thread":
+            return super()._wait_until(deadline)
+        assert self.waiter is not None
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        return self.waiter.wait(left)
 
-    # -- the user interface ------------------------------------------------------------
-    def test(self) -> bool:
-        if not self.done and self.mode == "test":
-            progress_all(only_test=True)
-        if self.error is not None:
-            raise self.error
-        return self.done
+    def _abandon_now(self, limit: float | None) -> None:
+        self._limit = limit
+        if self.mode != "thread":
+            ENGINE.abandon(self)
+            return
+        from parvox.collectives.progress import thread
 
-    def wait(self, timeout: float | None = None) -> Any:
-        if self.done:
-            return self.result
-        if self.mode == "thread":
-            assert self.waiter is not None
-            if not self.waiter.wait(timeout):
-                raise self._timeout(timeout)
-            if self.error is not None:
-                raise self.error
-            return self.result
-        _progress_until(self, timeout)
-        return self.result
+        thread().abandon(self)
 
     def __repr__(self) -> str:
         state = "done" if self.done else f"round {self._round + 1}/{len(self.schedule.rounds)}"
-        return f"<Request {self.schedule.name} tag={self.tag} {state}>"
+        return f"<Request {self.name} tag={self.tag} {state}>"
 
 
 def progress_all(only_test: bool = False) -> int:
@@ -293,48 +431,16 @@ def progress_all(only_test: bool = False) -> int:
 
     ``only_test=True`` (what ``test()`` uses) leaves requests of mode ``"none"`` alone: they
     advance only inside a wait (any wait, so ranks may wait in different orders).
+
+    Examples
+    --------
+    >>> progress_all()
+    0
     """
-    with _LOCK:
-        for req in list(_ACTIVE):
-            if only_test and req.mode != "test":
-                continue
-            if req._advance():
-                _ACTIVE.remove(req)
-        return len(_ACTIVE)
+    return ENGINE.progress(only_test)
 
 
-def _progress_until(target: Request, timeout: float | None) -> None:
-    MPI = mpi()
-
-    deadline = None if timeout is None else time.monotonic() + timeout
-    with _LOCK:
-        while not target.done:
-            progress_all()
-            if target.done:
-                break
-            if _ACTIVE == [target] and deadline is None:
-                try:
-                    while True:
-                        MPI.Request.Waitall(target._reqs)
-                        if target._advance():
-                            break
-                except MPI.Exception as exc:
-                    raise target._error(exc) from exc
-                _ACTIVE.remove(target)
-                break
-            if deadline is not None:
-                if time.monotonic() > deadline:
-                    raise target._timeout(timeout)
-                time.sleep(0)
-                continue
-            pending = [r for req in _ACTIVE for r in req._reqs]
-            try:
-                MPI.Request.Waitany(pending)
-            except MPI.Exception as exc:
-                raise target._error(exc) from exc
-
-
-def waitall(requests: Sequence[BaseRequest], timeout: float | None = None) -> list[Any]:
+def waitall(requests: Sequence[BaseRequest[Any]], timeout: float | None = None) -> list[Any]:
     """Wait for every request; return their results in order.
 
     Every wait progresses all outstanding collectives, so they may complete in any order.
@@ -350,13 +456,19 @@ def waitall(requests: Sequence[BaseRequest], timeout: float | None = None) -> li
     return [r.result for r in requests]
 
 
-def testall(requests: Sequence[BaseRequest]) -> bool:
-    """Test every request once (progressing each); return whether all are complete."""
+def testall(requests: Sequence[BaseRequest[Any]]) -> bool:
+    """Test every request once (progressing each); return whether all are complete.
+
+    Examples
+    --------
+    >>> testall([CompletedRequest(None)])
+    True
+    """
     flags = [r.test() for r in requests]
     return all(flags)
 
 
-def testany(requests: Sequence[BaseRequest]) -> tuple[int | None, bool]:
+def testany(requests: Sequence[BaseRequest[Any]]) -> tuple[int | None, bool]:
     """Test the requests (in random order) until one is found complete.
 
     Returns ``(index, True)`` for a completed request, ``(None, True)`` when the list is empty
@@ -377,19 +489,25 @@ def testany(requests: Sequence[BaseRequest]) -> tuple[int | None, bool]:
     return None, False
 
 
-def waitany(requests: Sequence[BaseRequest], timeout: float | None = None) -> int | None:
+def waitany(requests: Sequence[BaseRequest[Any]], timeout: float | None = None) -> int | None:
     """Progress all collectives until one of ``requests`` completes; return its index.
 
-    Returns None for an empty list.
+    Returns None for an empty list; raises :class:`CollectiveTimeout` after ``timeout``
+    seconds and the request's error if the completed one failed.
+
+    Examples
+    --------
+    >>> waitany([CompletedRequest(1)])
+    0
     """
     if not requests:
         return None
     deadline = None if timeout is None else time.monotonic() + timeout
-    while True:
-        progress_all()
-        for i, r in enumerate(requests):
-            if r.done or (not isinstance(r, Request) and r.test()):
-                return i
-        if deadline is not None and time.monotonic() > deadline:
-            raise CollectiveTimeout(f"no collective complete after {timeout} s")
-        time.sleep(0)
+    if not ENGINE.wait_until(lambda: any(r.done for r in requests), deadline):
+        raise CollectiveTimeout(f"no collective complete after {timeout} s")
+    for i, r in enumerate(requests):
+        if r.done:
+            if r.error is not None:
+                raise r.error
+            return i
+    raise AssertionError("unreachable")  # pragma: no cover

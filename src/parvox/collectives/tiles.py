@@ -23,9 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from parvox.collectives._context import context
-from parvox.collectives.progress import parse_mode, thread
-from parvox.collectives.requests import BaseRequest, Request
+from parvox.collectives._context import Context, context
+from parvox.collectives._launch import start_schedule
+from parvox.collectives.progress import parse_progress
+from parvox.collectives.requests import BaseRequest
 from parvox.collectives.schedule import Schedule
 
 __all__ = ["TuneResult", "autotune_tile", "pipeline", "pipelined_gather"]
@@ -41,7 +42,7 @@ def _check_tile(tile: int, window: int) -> None:
 def pipeline(
     n_items: int,
     compute: Callable[[int], Any],
-    start: Callable[[int, list[Any]], BaseRequest],
+    start: Callable[[int, list[Any]], BaseRequest[Any]],
     tile: int = 1,
     window: int = 2,
     ntiles: int | None = None,
@@ -78,7 +79,7 @@ def pipeline(
     _check_tile(tile, window)
     if ntiles is None:
         ntiles = -(-n_items // tile)
-    outstanding: list[tuple[int, BaseRequest]] = []
+    outstanding: list[tuple[int, BaseRequest[Any]]] = []
     results: list[Any] = [None] * ntiles
     for t in range(ntiles):
         items = []
@@ -96,8 +97,8 @@ def pipeline(
 
 
 def _gather_tile(
-    items: Sequence[np.ndarray], tile: int, root: int, ctx: Any, mode: str
-) -> BaseRequest:
+    items: Sequence[np.ndarray], tile: int, root: int, ctx: Context, mode: str
+) -> BaseRequest[Any]:
     """Start a linear gather of variable-size byte items to root (header, then payload)."""
     s = Schedule("tiles/gather")
     p, r = ctx.size, ctx.rank
@@ -139,10 +140,7 @@ def _gather_tile(
         s.local(split)
         s.keep.extend([heads, bodies])
         s.result = out
-    req = Request(s, ctx.comm, ctx.next_tag(), mode).start()
-    if mode == "thread":
-        thread().register(req)
-    return req
+    return start_schedule(ctx, s, s.result, mode, ctx.timeout)
 
 
 def pipelined_gather(
@@ -173,7 +171,7 @@ def pipelined_gather(
         At root: every rank's items as ``uint8`` arrays, rank by rank, item by item.
     """
     ctx = context(comm)
-    mode = parse_mode(progress) if progress is not None else ctx.progress
+    mode = parse_progress(progress) if progress is not None else ctx.progress
     if tile == "auto":
         m = min(n_items, 2 * max(candidates))
 
