@@ -3,7 +3,9 @@
 Runs MPI's own collectives (the peer) and parvox's schedules in the same MPI job and prints:
 
 1. latency (median over repetitions) of every algorithm against native MPI for allreduce,
-   reduce_scatter_block, allgather and alltoall, 8 B ... 64 MiB, with PNG plots;
+   reduce_scatter_block, allgather and alltoall, 8 B ... 64 MiB, with PNG plots; "native" is
+   parvox's ``algorithm="native"`` (MPI's collective behind parvox's call), "mpi4py" (allreduce
+   only) the bare ``comm.Allreduce``;
 2. overlap measured the OSU/NBCBench way: compute time set equal to the pure communication
    time; overhead = overall - compute; overlap % = 100 * (1 - overhead / comm), for parvox's
    progress modes (test with 4P test calls, thread, none) and native MPI-3 non-blocking;
@@ -110,6 +112,10 @@ def _latency(comm, quick: bool, max_bytes: int, bar) -> list[dict]:
                     continue
                 rows.append({"op": op, "alg": alg, "bytes": nbytes, "t": _timeit(comm, fn, reps)})
                 bar.update(1)
+            if op == "allreduce":  # MPI's own call through mpi4py, without parvox around it
+                y = np.empty(n)
+                rows.append({"op": op, "alg": "mpi4py", "bytes": nbytes,
+                             "t": _timeit(comm, lambda x=x, y=y: comm.Allreduce(x, y), reps)})
     return rows
 
 
@@ -310,14 +316,23 @@ def report(res: dict, out: Path) -> float | None:
         algs = list(dict.fromkeys(r["alg"] for r in rows))
         print(f"\n{op}")
         print(f"{'size':>8} " + " ".join(f"{a[:14]:>14}" for a in algs) + "   best/native")
+        small = []
         for s in sizes:
             t = {r["alg"]: r["t"] for r in rows if r["bytes"] == s}
-            best = min((v for k, v in t.items() if k != "native"), default=float("nan"))
+            best = min((v for k, v in t.items() if k not in ("native", "mpi4py")),
+                       default=float("nan"))
             ratio = best / t["native"]
             if op == "allreduce" and s == 32 << 20:
                 ratio32 = ratio
+            if op == "allreduce" and s <= 1024:
+                small.append((s, ratio, t["native"] / t["mpi4py"]))
             print(f"{_size(s):>8} " + " ".join(f"{_fmt(t[a]) if a in t else '':>14}"
                                                for a in algs) + f"   {ratio:6.2f}")
+        if small:
+            print("small allreduce: best/native " + ", ".join(
+                f"{_size(s)} {r:.2f}" for s, r, _ in small) + "   (native = parvox's call of "
+                "MPI's collective; native/mpi4py " + ", ".join(
+                f"{_size(s)} {m:.2f}" for s, _, m in small) + ")")
     print("\noverlap of allreduce (OSU/NBCBench: compute = pure communication time)")
     print(f"{'implementation':<22}{'work':>5}{'comm':>12}{'compute':>12}{'overall':>12}{'overhead':>12}"
           f"{'overlap':>9}")

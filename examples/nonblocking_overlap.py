@@ -44,7 +44,7 @@ def main() -> None:
             print(f"progress={mode:<6} allreduce of {image.nbytes >> 20} MiB overlapped with "
                   f"32 work items: {elapsed * 1e3:7.1f} ms")
     # the same collective through the mpi4py-compatible facade
-    fcomm = coll.Intracomm(comm, algorithm="rabenseifner")
+    fcomm = coll.Intracomm(comm, algorithm={"allreduce": "rabenseifner"})
     out = np.empty_like(image)
     fcomm.Allreduce([image, MPI.DOUBLE], [out, MPI.DOUBLE], op=MPI.SUM)
     if r == 0:
