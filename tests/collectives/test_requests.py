@@ -128,3 +128,30 @@ def test_waits_in_any_order_with_deadlines_and_threads():
     for q in reqs[:-1]:
         np.testing.assert_array_equal(q.result, np.full(7, p * (p - 1) / 2))
     np.testing.assert_array_equal(reqs[-1].result, np.full(7, r * (r + 1) / 2))
+
+
+@mpi_test(ranks=(2,), timeout=120)
+def test_a_timed_out_native_collective_is_kept_until_mpi_completes_it():
+    """MPI forbids cancelling its collectives: the request fails, the MPI request and its
+    buffers are kept (and progressed) until the late rank joins."""
+    from mpi4py import MPI
+
+    from parvox import collectives as coll
+    from parvox.collectives._engine import ENGINE
+
+    world = MPI.COMM_WORLD
+    r = world.Get_rank()
+    comm = world.Dup()
+    coll.configure(comm)
+    if r == 0:
+        req = coll.iallreduce(np.ones(3), algorithm="native", comm=comm)
+        with pytest.raises(coll.CollectiveTimeout, match="allreduce: not complete after"):
+            req.wait(timeout=0.2)
+        assert ENGINE.pending() == 1  # kept
+        world.send("late", dest=1, tag=3)
+        ENGINE.wait_until(lambda: ENGINE.pending() == 0, None)
+    else:
+        assert world.recv(source=0, tag=3) == "late"
+        np.testing.assert_array_equal(
+            coll.allreduce(np.ones(3), algorithm="native", comm=comm), np.full(3, 2.0))
+    comm.Free()

@@ -35,7 +35,7 @@ from parvox.collectives._mpi import mpi
 if TYPE_CHECKING:
     from mpi4py import MPI
 
-__all__ = ["ENGINE", "Engine", "Pending", "Wakeup", "thread_multiple"]
+__all__ = ["ENGINE", "Engine", "Pending", "Wakeup"]
 
 
 class Pending(Protocol):
@@ -55,20 +55,9 @@ class Pending(Protocol):
         """Fail the collective with ``exc`` (one of its MPI requests completed in error)."""
 
 
-_MULTIPLE: bool | None = None
-
-
-def thread_multiple() -> bool:
-    """Whether MPI runs at ``MPI_THREAD_MULTIPLE`` (another thread may wake a blocked wait)."""
-    global _MULTIPLE
-    if _MULTIPLE is None:
-        MPI = mpi()
-        _MULTIPLE = MPI.Query_thread() == MPI.THREAD_MULTIPLE
-    return _MULTIPLE
-
-
 class Wakeup:
-    """A generalized request that ends a blocking ``Waitany`` when another thread pokes it.
+    """A generalized request that ends a blocking ``Waitany`` when another thread pokes it
+    (how the progress thread is woken).
 
     Examples
     --------

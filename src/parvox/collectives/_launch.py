@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "blocking",
+    "BlockingScope",
     "blocking_scope",
     "check_root",
     "checked",
@@ -162,9 +163,9 @@ def _mode(ctx: Context, progress: str | None) -> tuple[str, bool]:
     return (parse_progress(progress) if progress is not None else ctx.progress), False
 
 
-class blocking_scope:
+class BlockingScope:
     """Inside it, collectives are started for a blocking form: not registered, mode "none";
-    the caller completes the request with ``_run()``."""
+    the caller completes the request with ``_run()`` (``with blocking_scope():``)."""
 
     __slots__ = ("_outer",)
 
@@ -174,6 +175,11 @@ class blocking_scope:
 
     def __exit__(self, *exc: object) -> None:
         _LOCAL.blocking = self._outer
+
+
+def blocking_scope() -> BlockingScope:
+    """A :class:`BlockingScope` (the facade's blocking methods start their ``I`` form in it)."""
+    return BlockingScope()
 
 
 def launch(
@@ -197,10 +203,8 @@ def launch(
     build = builders.get(alg) if builders is not None else None
     plan = (build or TABLE[operation, alg])(args)
     if isinstance(plan, Native):
-        release = plan.release
-        if after is not None:
-            release = _chain(release, after)
-        return _native(ctx, operation, plan.start, result, mode, limit, run_now, release)
+        return _native(ctx, operation, plan.start, result, mode, limit, run_now, plan.release,
+                       after)
     return start_schedule(ctx, plan, result, mode, limit, tag, register=not run_now,
                           after=after)
 
@@ -231,27 +235,19 @@ def launch_native(
     mode, run_now = _mode(ctx, progress)
     ctx.next_tag()  # every collective takes a tag, so the counters agree on every rank
     limit = timeout if timeout is not None else ctx.timeout
-    return _native(ctx, name, start, result, mode, limit, run_now, None)
+    return _native(ctx, name, start, result, mode, limit, run_now, None, None)
 
 
 def _native(
     ctx: Context, name: str, start: Callable[[MPI.Intracomm], MPI.Request], result: T,
     mode: str, limit: float | None, run_now: bool, release: Callable[[], None] | None,
+    after: Callable[[], None] | None,
 ) -> BaseRequest[T]:
     req = NativeRequest(start(ctx.comm), result, name=name, mode=mode, timeout=limit,
-                        release=release)
+                        release=release, after=after)
     if not run_now:
         ENGINE.register(req)
     return req
-
-
-def _chain(first: Callable[[], None] | None, then: Callable[[], None]) -> Callable[[], None]:
-    def run() -> None:
-        if first is not None:
-            first()
-        then()
-
-    return run
 
 
 def blocking(iform: Callable[P, BaseRequest[T]], doc: str) -> Callable[P, T]:

@@ -211,14 +211,19 @@ class CompletedRequest(BaseRequest[T]):
 
 class _Zombie(BaseRequest[None]):
     """MPI requests a failed collective could not cancel, with the buffers they use: the engine
-    keeps testing them (in waits) until MPI has finished with the buffers."""
+    keeps testing them (in waits) until MPI has finished with the buffers; ``release`` then
+    frees what was made for them (datatypes, operators)."""
 
-    __slots__ = ("_keep", "_zombies")
+    __slots__ = ("_keep", "_release", "_zombies")
 
-    def __init__(self, handles: list[MPI.Request], keep: list[Any]) -> None:
+    def __init__(
+        self, handles: list[MPI.Request], keep: list[Any],
+        release: Callable[[], None] | None = None,
+    ) -> None:
         super().__init__(None, name="abandoned messages", mode="none")
         self._zombies = handles
         self._keep = keep
+        self._release = release
 
     def _handles(self) -> list[MPI.Request]:
         return self._zombies
@@ -228,39 +233,51 @@ class _Zombie(BaseRequest[None]):
         try:
             if MPI.Request.Testall(self._zombies):
                 self.done = True
-                self._keep = []
         except MPI.Exception:
             self.done = True  # nothing more can be done about them
+        if self.done:
+            self._released()
         return self.done
 
     def _blame(self, exc: BaseException) -> None:
         self.done = True
+        self._released()
+
+    def _released(self) -> None:
+        self._keep = []
+        if self._release is not None:
+            release, self._release = self._release, None
+            release()
 
 
-def _bury(handles: list[MPI.Request], keep: list[Any]) -> None:
+def _bury(
+    handles: list[MPI.Request], keep: list[Any], release: Callable[[], None] | None = None
+) -> None:
     if handles:
-        ENGINE.register(_Zombie(handles, keep))
+        ENGINE.register(_Zombie(handles, keep, release))
 
 
 class NativeRequest(BaseRequest[T]):
     """An MPI-3 non-blocking collective (``MPI.Request``) behind the parvox interface.
 
-    ``release`` runs once the collective is over (it frees datatypes or operators created
-    for the call).
+    ``after`` runs once the collective has completed (the facade unpacks received bytes with
+    it); ``release`` once MPI is done with it, completed or not (it frees the datatypes or
+    operators created for the call).
     """
 
-    __slots__ = ("_keep", "_release", "_req")
+    __slots__ = ("_after", "_keep", "_release", "_req")
 
     def __init__(
         self, request: MPI.Request, result: T, *, name: str = "native", mode: str = "test",
         timeout: float | None = None, release: Callable[[], None] | None = None,
-        keep: Sequence[Any] = (),
+        after: Callable[[], None] | None = None, keep: Sequence[Any] = (),
     ) -> None:
         # (the attributes of BaseRequest set here directly: this is on every call's path)
         self.result, self.timeout, self.name, self.mode = result, timeout, name, mode
         self.done, self.error, self.abandon, self._limit = False, None, False, None
         self._req = request
         self._release = release
+        self._after = after
         self._keep = list(keep) if keep else []
 
     def _handles(self) -> list[MPI.Request]:
@@ -271,6 +288,8 @@ class NativeRequest(BaseRequest[T]):
         if not self.done:
             try:
                 if self._req.Test():
+                    if self._after is not None:
+                        self._after()
                     self.done = True
                     self._released()
             except MPI.Exception as exc:
@@ -278,8 +297,11 @@ class NativeRequest(BaseRequest[T]):
         return self.done
 
     def _cancel(self) -> list[BaseException]:
-        # MPI forbids cancelling a non-blocking collective: keep it until MPI completes it
-        _bury([self._req], self._keep)
+        # MPI forbids cancelling a non-blocking collective: it is kept (with its buffers, and
+        # what was made for it) until MPI completes it; its results are never used
+        _bury([self._req], self._keep, self._release)
+        self._release = None
+        self._after = None
         return []
 
     def _released(self) -> None:
