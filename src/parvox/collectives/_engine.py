@@ -115,6 +115,12 @@ class Engine:
         with self._lock:
             self._active.append(item)
 
+    def idle(self) -> bool:
+        """Whether one thread uses the engine and nothing is registered: a blocking call may
+        then wait in MPI for its own requests alone."""
+        self._touch()
+        return not self._threaded and not self._active
+
     def pending(self) -> int:
         """How many registered requests have not completed."""
         with self._lock:

@@ -39,7 +39,14 @@ from parvox.collectives._native import Native
 from parvox.collectives.algorithms import TABLE, Args, Builder, choose, parse_algorithm
 from parvox.collectives.ops import ReduceOp
 from parvox.collectives.progress import parse_progress, thread
-from parvox.collectives.requests import BaseRequest, CollectiveError, NativeRequest, Request
+from parvox.collectives.requests import (
+    BaseRequest,
+    CollectiveError,
+    CompletedRequest,
+    NativeRequest,
+    Request,
+    mpi_failure,
+)
 from parvox.collectives.schedule import Schedule
 
 if TYPE_CHECKING:
@@ -243,6 +250,20 @@ def _native(
     mode: str, limit: float | None, run_now: bool, release: Callable[[], None] | None,
     after: Callable[[], None] | None,
 ) -> BaseRequest[T]:
+    if run_now and limit is None and ENGINE.idle():
+        # a blocking call with nothing else outstanding: MPI's own wait, nothing around it
+        try:
+            handle = start(ctx.comm)
+            try:
+                handle.Wait()
+            except mpi().Exception as exc:
+                raise mpi_failure(name, exc) from exc
+            if after is not None:
+                after()
+        finally:
+            if release is not None:
+                release()
+        return CompletedRequest(result)
     req = NativeRequest(start(ctx.comm), result, name=name, mode=mode, timeout=limit,
                         release=release, after=after)
     if not run_now:

@@ -46,6 +46,7 @@ __all__ = [
     "CompletedRequest",
     "NativeRequest",
     "Request",
+    "mpi_failure",
     "progress_all",
     "testall",
     "testany",
@@ -62,6 +63,20 @@ class CollectiveError(ParvoxError):
 
 class CollectiveTimeout(CollectiveError):
     """A collective did not complete within its timeout (a rank is missing or disagrees)."""
+
+
+def mpi_failure(name: str, exc: BaseException) -> CollectiveError:
+    """The error of collective ``name`` whose MPI call failed with ``exc``.
+
+    Examples
+    --------
+    >>> str(mpi_failure("bcast/ring", RuntimeError("truncated")))[:32]
+    'bcast/ring: MPI failed (truncate'
+    """
+    return CollectiveError(
+        f"{name}: MPI failed ({exc}); do all ranks pass the same counts, dtypes, root and "
+        "operator?"
+    )
 
 
 class BaseRequest(Generic[T]):
@@ -121,10 +136,7 @@ class BaseRequest(Generic[T]):
             self._fail(exc)
 
     def _blame(self, exc: BaseException) -> None:
-        self._fail(CollectiveError(
-            f"{self.name}: MPI failed ({exc}); do all ranks pass the same counts, dtypes, root "
-            "and operator?"
-        ))
+        self._fail(mpi_failure(self.name, exc))
 
     def _fail(self, exc: BaseException) -> None:
         if self.done:
