@@ -78,6 +78,22 @@ def test_facade_against_native_mpi():
         dup = comm.Dup()
         assert isinstance(dup, Intracomm) and dup.algorithm == comm.algorithm
         dup.Free()
+    # absolute addresses (MPI.BOTTOM) and an object with only __array_interface__
+    comm = Intracomm(world, algorithm={"bcast": "binomial", "allreduce": "ring"})
+    target = np.full(n, float(r))
+    absolute = MPI.DOUBLE.Create_hindexed([n], [MPI.Get_address(target)]).Commit()
+    comm.Bcast([MPI.BOTTOM, 1, absolute], root=p - 1)
+    absolute.Free()
+    np.testing.assert_array_equal(target, np.full(n, p - 1.0))
+
+    class Exposed:  # neither buffer protocol nor DLPack
+        def __init__(self, a):
+            self.a = a
+            self.__array_interface__ = a.__array_interface__
+
+    got = np.zeros(n)
+    comm.Allreduce(Exposed(xs[r]), Exposed(got), op=MPI.SUM)
+    np.testing.assert_array_equal(got, sum(xs))
     # what parvox leaves to MPI: MINLOC on pair types, Op.Create operators, Alltoallw
     comm = Intracomm(world, algorithm="linear")
     pair = np.zeros(2, dtype=np.dtype([("v", "f8"), ("i", "i4")], align=True))

@@ -3,12 +3,13 @@
 :func:`parse` reads a message the way mpi4py does (``buf``, ``[buf, datatype]``,
 ``[buf, count, datatype]``, ``[buf, (count, displ), datatype]``, ``[buf, count, displ,
 datatype]`` and the vector forms ``[buf, (counts, displs), datatype]``; buffers by the buffer
-protocol, DLPack or ``__cuda_array_interface__``; counts inferred from the buffer size) into a
-:class:`Message`: blocks of entries of one MPI datatype. :meth:`Message.stage` gives the
-blocks as one contiguous ``uint8`` array: a view of the user's memory where that is possible
-(host memory, a datatype without gaps, consecutive blocks), else a temporary that
-:meth:`Message.load` fills with ``MPI_Pack`` (or a copy) and :meth:`Message.store` writes back
-with ``MPI_Unpack``. Parvox's schedules then move bytes whatever the layout, on every rank the
+protocol, DLPack, ``__cuda_array_interface__`` or ``__array_interface__``, or ``MPI.BOTTOM``
+with absolute addresses; counts inferred from the buffer size) into a :class:`Message`:
+blocks of entries of one MPI datatype. :meth:`Message.stage` gives the blocks as one
+contiguous ``uint8`` array: a view of the user's memory where that is possible (host memory,
+a datatype without gaps, consecutive blocks), else a temporary that :meth:`Message.load` fills
+(a copy, or MPI itself packing the entries: a message to this process received as
+``MPI.PACKED``) and :meth:`Message.store` writes back. Parvox's schedules then move bytes whatever the layout, on every rank the
 same way: what a schedule does depends on the type *signature* only, which MPI requires to
 match across ranks, never on a rank's own layout.
 
@@ -172,15 +173,15 @@ class Message:
     """A parsed message: ``blocks`` of ``(displacement, count)`` entries of ``datatype``.
 
     A simple message is one block (of ``per_block`` entries per rank for the block variants of
-    gather, scatter and all-to-all); a vector message has a block per rank. ``host`` is the buffer's bytes when the memory is host memory NumPy may touch; ``address``
-    its start (for ``MPI_Pack``); ``obj`` keeps the buffer alive.
+    gather, scatter and all-to-all); a vector message has a block per rank. ``obj`` is the
+    buffer (``MPI.BOTTOM`` for absolute addresses); ``host`` its bytes when the memory is host
+    memory NumPy may touch.
     """
 
     obj: Any
     datatype: MPI.Datatype
     blocks: list[tuple[int, int]]
     host: Bytes | None
-    address: int
     nbytes: int
     per_block: int | None = None
     _temp: Bytes | None = None
@@ -223,33 +224,56 @@ class Message:
 
     def load(self) -> None:
         """Copy the user's blocks into the temporary (nothing for a direct view)."""
-        if self._temp is None:
-            return
-        MPI = mpi()
-        ext, pos = int(self.datatype.extent), 0
-        for d, c in self.blocks:
-            if self.host is not None and is_dense(self.datatype):
-                n = c * self.size
-                self._temp[pos : pos + n] = self.host[d * ext : d * ext + n]
-                pos += n
-            elif c:
-                src = MPI.buffer.fromaddress(self.address + d * ext, c * ext, readonly=True)
-                pos = self.datatype.Pack(src, self._temp, pos, MPI.COMM_SELF)
+        self._copy(into_temp=True)
 
     def store(self) -> None:
         """Write the temporary back into the user's blocks (nothing for a direct view)."""
+        self._copy(into_temp=False)
+
+    def _copy(self, into_temp: bool) -> None:
         if self._temp is None:
             return
-        MPI = mpi()
         ext, pos = int(self.datatype.extent), 0
         for d, c in self.blocks:
+            n = c * self.size
+            packed = self._temp[pos : pos + n]
+            pos += n
+            if not c:
+                continue
             if self.host is not None and is_dense(self.datatype):
-                n = c * self.size
-                self.host[d * ext : d * ext + n] = self._temp[pos : pos + n]
-                pos += n
-            elif c:
-                dst = MPI.buffer.fromaddress(self.address + d * ext, c * ext)
-                pos = self.datatype.Unpack(self._temp, pos, dst, MPI.COMM_SELF)
+                user = self.host[d * ext : d * ext + n]
+                if into_temp:
+                    packed[...] = user
+                else:
+                    user[...] = packed
+            else:
+                _pack(self.obj, d, c, self.datatype, packed, into_temp)
+
+
+def _pack(obj: Any, d: int, c: int, datatype: MPI.Datatype, packed: Bytes,
+          into_packed: bool) -> None:
+    """Move ``c`` entries of ``datatype`` at displacement ``d`` of ``obj`` to or from their
+    packed bytes, with MPI itself (a message to this process received as ``MPI.PACKED``): any
+    layout, ``MPI.BOTTOM`` with absolute addresses, device memory where MPI can read it."""
+    from parvox.comm import private_comm
+
+    MPI = mpi()
+    me = private_comm(MPI.COMM_SELF)
+    made = None
+    if obj is MPI.BOTTOM and d:
+        made = MPI.Datatype.Create_hindexed([c], [d * datatype.extent], datatype).Commit()
+        spec: list[Any] = [obj, 1, made]
+    else:
+        spec = [obj, c, d, datatype] if obj is not MPI.BOTTOM else [obj, c, datatype]
+    raw = [packed, packed.shape[0], MPI.PACKED]
+    try:
+        if into_packed:
+            me.Sendrecv(spec, 0, 0, raw, 0, 0)
+        else:
+            me.Sendrecv(raw, 0, 0, spec, 0, 0)
+    finally:
+        if made is not None:
+            made.Free()
 
 
 def _index(value: Any, what: str) -> int:
@@ -281,7 +305,8 @@ def _split(spec: Any, vector: bool) -> tuple[Any, Any, Any, Any]:
         else:
             raise ValueError("message: expecting 2 to 4 items")
         return buf, count, displ, dtype
-    if hasattr(spec, "__dlpack__") or hasattr(spec, "__cuda_array_interface__"):
+    if hasattr(spec, "__dlpack__") or hasattr(spec, "__cuda_array_interface__") \
+            or hasattr(spec, "__array_interface__"):
         return spec, None, None, None
     raise TypeError("message: expecting buffer or list/tuple")
 
@@ -301,26 +326,31 @@ def parse(
 
     ``blocks`` is the number of blocks the buffer is split into when the count is inferred
     (the receive buffer of a gather: P); ``vector`` reads counts and displacements per block.
-    A ``None`` or ``MPI.BOTTOM`` buffer raises ``NotImplementedError`` (absolute addresses:
-    the caller leaves such a message to MPI).
+    Objects that only expose ``__array_interface__`` are read as the NumPy arrays they are.
     """
     MPI = mpi()
     buf, count, displ, dtype = _split(spec, vector)
-    if buf is None or buf is MPI.BOTTOM:
-        raise NotImplementedError("message: MPI.BOTTOM buffers are left to MPI")
-    if isinstance(buf, np.ndarray) and buf.flags.c_contiguous and buf.dtype.isnative and (
-            buf.flags.writeable or not writable):
-        raw: Bytes | None = buf.reshape(-1).view(np.uint8)
-        assert raw is not None
-        nbytes, address = raw.nbytes, int(buf.ctypes.data)
-        datatype = _datatype(dtype) if dtype is not None else _format_datatype(
-            "B" if buf.dtype == np.uint8 else buf.dtype.char)
+    raw: Bytes | None
+    if buf is None or buf is MPI.BOTTOM:  # absolute addresses in the datatype
+        if dtype is None:
+            raise TypeError("message: MPI.BOTTOM needs an explicit datatype")
+        buf, raw, nbytes, datatype = MPI.BOTTOM, None, 0, _datatype(dtype)
     else:
-        mb = MPI.buffer.frombuffer(buf, readonly=not writable)
-        nbytes, address = mb.nbytes, mb.address
-        raw = np.frombuffer(mb, np.uint8) if _on_host(buf) and nbytes else (
-            np.empty(0, np.uint8) if _on_host(buf) else None)
-        datatype = _datatype(dtype) if dtype is not None else _format_datatype(_format(buf))
+        if not (_is_buffer(buf) or hasattr(buf, "__dlpack__")
+                or hasattr(buf, "__cuda_array_interface__")):
+            buf = np.asarray(buf)  # an __array_interface__ object: a view of its memory
+        if isinstance(buf, np.ndarray) and buf.flags.c_contiguous and buf.dtype.isnative and (
+                buf.flags.writeable or not writable):
+            raw = buf.reshape(-1).view(np.uint8)
+            nbytes = raw.nbytes
+            datatype = _datatype(dtype) if dtype is not None else _format_datatype(
+                "B" if buf.dtype == np.uint8 else buf.dtype.char)
+        else:
+            mb = MPI.buffer.frombuffer(buf, readonly=not writable)
+            nbytes = mb.nbytes
+            raw = np.frombuffer(mb, np.uint8) if _on_host(buf) and nbytes else (
+                np.empty(0, np.uint8) if _on_host(buf) else None)
+            datatype = _datatype(dtype) if dtype is not None else _format_datatype(_format(buf))
     extent = int(datatype.extent)
     if vector:
         found = _vector_blocks(count, displ, blocks, nbytes, extent)
@@ -330,10 +360,10 @@ def parse(
         d, per_block = _simple_block(count, displ, blocks, nbytes, extent)
         found = [(d, per_block * max(blocks, 1))]
         span = d + found[0][1]
-    if is_dense(datatype) and span * extent > nbytes:
+    if raw is not None and is_dense(datatype) and span * extent > nbytes:
         raise ValueError(f"message: {span} entries of {extent} bytes exceed the buffer "
                          f"({nbytes} bytes)")
-    return Message(buf, datatype, found, raw, address, nbytes, per_block)
+    return Message(buf, datatype, found, raw, nbytes, per_block)
 
 
 def _extent_for_count(extent: int, length: int) -> int:
