@@ -5,10 +5,10 @@ mpi4py's source distribution (downloaded once into ``.cache/``), their ``World``
 ``InplaceWorld`` classes, at 1, 2, 3 and 4 ranks, once per algorithm choice the facade
 exposes: ``auto`` and every algorithm name, each set for every operation that offers it (the
 test methods of the other operations are left out of that choice's run, they would repeat
-``auto``). At 1 rank ``auto`` runs every (array backend, type code) pair of the suite; the
-other runs each take a rotating share of the pairs, so the buffer kinds and types meet every
-algorithm across the rank counts within the time budget. All choices of a rank count run in
-one ``mpiexec``.
+``auto``). At 1 rank ``auto`` runs every (array backend, type code) pair of the suite; every
+other run takes one pair, rotating with the choice and the rank count, so the buffer kinds
+and types meet the algorithms across the runs within the time budget. All choices of a rank
+count run in one ``mpiexec``.
 """
 
 from __future__ import annotations
@@ -51,8 +51,7 @@ def _body(index: int, name: str):
         else:
             algorithm = {op: name for op, algs in ALGORITHMS.items() if name in algs}
             operations = None if name in ("linear", "native") else sorted(algorithm)
-        broad = name in ("auto", "native", "linear")
-        share = None if (p == 1 and name == "auto") else (7 * index + 13 * p, 2 if broad else 1)
+        share = None if (p == 1 and name == "auto") else (7 * index + 13 * p, 1)
         comm = Intracomm(MPI.COMM_WORLD, algorithm=algorithm, progress="test", timeout=120)
         result = suite.run(comm, operations, share)
         assert result.testsRun > 0
