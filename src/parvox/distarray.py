@@ -42,12 +42,12 @@ import numpy as np
 from parvox import collectives
 from parvox.comm import get_comm, private_comm
 from parvox.decomposition import Assignment, BlockGrid, parse_halo
-from parvox.reductions import OPS, identity, mean_var, minmax, reduce_array
+from parvox.reductions import REDUCTIONS, identity, mean_var, minmax, reduce_array
 
 if TYPE_CHECKING:
     from mpi4py import MPI
 
-__all__ = ["MODES", "PAD_MODES", "Block", "DistArray", "broadcast", "parse_mode"]
+__all__ = ["MODES", "PAD_MODES", "Block", "DistArray", "broadcast", "parse_boundary_mode"]
 
 #: Boundary modes of :meth:`DistArray.exchange_halo`, named as in ``scipy.ndimage``.
 MODES = ("reflect", "mirror", "nearest", "constant", "wrap")
@@ -62,12 +62,12 @@ PAD_MODES = {
 _ALIASES = {"grid-mirror": "reflect", "grid-constant": "constant", "grid-wrap": "wrap"}
 
 
-def parse_mode(mode: str) -> str:
+def parse_boundary_mode(mode: str) -> str:
     """Validate a boundary mode (scipy.ndimage names and ``grid-*`` aliases).
 
     Examples
     --------
-    >>> parse_mode("grid-wrap")
+    >>> parse_boundary_mode("grid-wrap")
     'wrap'
     """
     if not isinstance(mode, str):
@@ -465,9 +465,9 @@ class DistArray:
         """
         private_comm(self.comm)  # collective on first use: every rank creates it here
         if isinstance(mode, str):
-            modes = [parse_mode(mode)] * self.ndim
+            modes = [parse_boundary_mode(mode)] * self.ndim
         else:
-            modes = [parse_mode(m) for m in mode]
+            modes = [parse_boundary_mode(m) for m in mode]
             if len(modes) != self.ndim:
                 raise ValueError(
                     f"mode must have {self.ndim} entries (one per axis), got {len(modes)}"
@@ -567,7 +567,7 @@ class DistArray:
         acc = np.array([identity(op, dt)], dtype=dt)
         for core in self.cores():
             if core.size:
-                acc = OPS[op](acc, np.asarray(local_op(core), dtype=dt).reshape(1))
+                acc = REDUCTIONS[op](acc, np.asarray(local_op(core), dtype=dt).reshape(1))
         out = reduce_array(acc, op, root=root, comm=self.comm)  # type: ignore[arg-type]
         return None if out is None else out[0]
 

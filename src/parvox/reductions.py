@@ -30,20 +30,23 @@ if TYPE_CHECKING:
     from mpi4py import MPI
 
 __all__ = [
-    "OPS",
+    "REDUCTIONS",
     "Moments",
+    "ReductionName",
     "identity",
     "mean_var",
-    "parse_op",
     "minmax",
+    "parse_reduction",
     "reduce_array",
     "reduce_scalars",
 ]
 
-ReduceOp = Literal["sum", "prod", "max", "min", "land", "lor"]
+#: The names of the reductions (the operators of :mod:`parvox.collectives.ops` are a wider,
+#: normalised set: ``parse_op`` there turns any of these into a ``ReduceOp``).
+ReductionName = Literal["sum", "prod", "max", "min", "land", "lor"]
 
 #: The reduction names parvox accepts and the NumPy ufunc each one is.
-OPS: dict[str, np.ufunc] = {
+REDUCTIONS: dict[str, np.ufunc] = {
     "sum": np.add,
     "prod": np.multiply,
     "max": np.maximum,
@@ -53,10 +56,16 @@ OPS: dict[str, np.ufunc] = {
 }
 
 
-def parse_op(op: str) -> str:
-    """Check that ``op`` is one of :data:`OPS` (``ValueError`` naming it otherwise)."""
-    if op not in OPS:
-        raise ValueError(f"op must be one of {sorted(OPS)}, got {op!r}")
+def parse_reduction(op: str) -> str:
+    """Check that ``op`` is one of :data:`REDUCTIONS` (``ValueError`` naming it otherwise).
+
+    Examples
+    --------
+    >>> parse_reduction("max")
+    'max'
+    """
+    if op not in REDUCTIONS:
+        raise ValueError(f"op must be one of {sorted(REDUCTIONS)}, got {op!r}")
     return op
 
 
@@ -82,12 +91,12 @@ def identity(op: str, dtype: np.dtype | type) -> Any:
         if dt.kind == "f":
             return dt.type(-np.inf if op == "max" else np.inf)
         return dt.type(info.min if op == "max" else info.max)
-    raise ValueError(f"op must be one of {sorted(OPS)}, got {op!r}")
+    raise ValueError(f"op must be one of {sorted(REDUCTIONS)}, got {op!r}")
 
 
 def reduce_array(
     array: np.ndarray,
-    op: ReduceOp = "sum",
+    op: ReductionName = "sum",
     *,
     root: int | None = None,
     comm: MPI.Intracomm | None = None,
@@ -115,7 +124,7 @@ def reduce_array(
         The reduced array (``None`` on non-root ranks under RoR).
     """
     c = get_comm(comm)
-    parse_op(op)
+    parse_reduction(op)
     send = np.ascontiguousarray(array)
     if op in ("land", "lor") and send.dtype != np.bool_:
         send = send.astype(bool)
@@ -138,7 +147,7 @@ def reduce_array(
 
 def reduce_scalars(
     *values: Any,
-    op: ReduceOp = "sum",
+    op: ReductionName = "sum",
     root: int | None = None,
     comm: MPI.Intracomm | None = None,
 ) -> tuple[Any, ...] | None:
