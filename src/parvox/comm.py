@@ -21,7 +21,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, ParamSpec, TypeVar, overload
 
 from parvox.errors import AllRanksValueError, ParameterError, ParvoxError, RankFailure
 
@@ -47,6 +47,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 def world() -> MPI.Intracomm:
     """Return ``MPI.COMM_WORLD`` (initialising MPI on first use)."""
@@ -174,8 +175,28 @@ def all_ranks_joined(comm: MPI.Intracomm, within: float) -> bool:
     return True
 
 
+@overload
 def root_only(
-    func: Callable[..., T] | None = None,
+    func: Callable[P, T], *, root: int = ..., bcast: Literal[True] = ...,
+    share_errors: bool | None = ..., comm: MPI.Intracomm | None = ...,
+) -> Callable[P, T]: ...
+@overload
+def root_only(
+    func: Callable[P, T], *, root: int = ..., bcast: bool,
+    share_errors: bool | None = ..., comm: MPI.Intracomm | None = ...,
+) -> Callable[P, T | None]: ...
+@overload
+def root_only(
+    func: None = ..., *, root: int = ..., bcast: Literal[True] = ...,
+    share_errors: bool | None = ..., comm: MPI.Intracomm | None = ...,
+) -> Callable[[Callable[P, T]], Callable[P, T]]: ...
+@overload
+def root_only(
+    func: None = ..., *, root: int = ..., bcast: bool,
+    share_errors: bool | None = ..., comm: MPI.Intracomm | None = ...,
+) -> Callable[[Callable[P, T]], Callable[P, T | None]]: ...
+def root_only(
+    func: Callable[P, T] | None = None,
     *,
     root: int = 0,
     bcast: bool = True,
@@ -226,9 +247,9 @@ def root_only(
     """
     shared = bcast if share_errors is None else bool(share_errors) or bcast
 
-    def decorate(f: Callable[..., T]) -> Callable[..., T | None]:
+    def decorate(f: Callable[P, T]) -> Callable[P, T | None]:
         @functools.wraps(f)
-        def wrapper(*args: Any, **kwargs: Any) -> T | None:
+        def wrapper(*args: P.args, **kwargs: P.kwargs) -> T | None:
             c = get_comm(comm)
             mine = c.Get_rank() == root
             if not shared:

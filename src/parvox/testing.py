@@ -270,7 +270,7 @@ class _State:
 
         ctx = collectives.configure()
         settings = {k: getattr(ctx, k) for k in ("algorithm", "progress", "timeout", "check")}
-        sigs = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+        sigs: dict[int, Any] = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
         return cls(settings, sys.excepthook, sigs, dict(os.environ), os.getcwd())
 
     def restore(self) -> None:

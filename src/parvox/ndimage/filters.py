@@ -307,6 +307,7 @@ def _rank_like(
         )
 
     if median:
+        assert isinstance(mode, str)  # norm_modes refused a sequence: the median is not separable
         kernel = _median_network_kernel(kernel, x, ax, sizes, origins, fp, mode, cval, dtype)
     return apply_padded(x, halo, exchange, dtype, kernel, output=out, func=func_name)
 

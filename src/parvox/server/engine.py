@@ -415,7 +415,7 @@ class SliceService:
         out["slices_per_s_overall"] = out["slices_served"] / max(uptime, 1e-9)
         for p in (50, 95, 99):
             out[f"latency_p{p}_ms"] = float(np.percentile(lat, p)) if lat.size else None
-        ranks = []
+        ranks: list[dict[str, Any]] = []
         statuses = {self.rank: self.flow.status(), **self.flow.rank_status}
         seen = self.flow.last_seen
         hits = misses = nbytes = 0

@@ -64,6 +64,10 @@ def _vec(value: Any, name: str) -> np.ndarray:
     return arr
 
 
+def _triple(arr: np.ndarray) -> tuple[float, float, float]:
+    return float(arr[0]), float(arr[1]), float(arr[2])
+
+
 def _int(value: Any, param: str, name: str, lo: int, hi: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int | np.integer):
         if isinstance(value, float) and value.is_integer():
@@ -195,7 +199,10 @@ class Plane:
         down = down / np.linalg.norm(down)
         right = np.cross(n, down)
         # back to voxel-index directions; the constructor re-applies the spacing
-        return cls(center, tuple(right / sp), tuple(down / sp), size, step, zoom, tuple(sp))
+        return cls(
+            _triple(_vec(center, "center")), _triple(right / sp), _triple(down / sp), size, step,
+            zoom, _triple(sp),
+        )  # fmt: skip
 
     # -- derived geometry ------------------------------------------------------------------
     @property
