@@ -109,17 +109,40 @@ def test_a_body_does_not_see_what_the_previous_one_changed():
     assert results["_sees_a_fresh_state"][0], results["_sees_a_fresh_state"][1]
 
 
-def test_pytest_timeout_of_an_mpi_item_covers_its_whole_batch(request):
-    from parvox.testing import LAUNCH_S, batch_limit
+class _FakeItem:
+    """What apply_batch_timeouts reads of a pytest item."""
 
-    mine = [
-        item for item in request.session.items
-        if getattr(getattr(item, "function", None), "_parvox_body", None) is not None
-    ]  # fmt: skip
-    assert mine, "no MPI items collected"
-    for item in mine:
+    def __init__(self, function, nprocs, timeout=None):
+        import types
+
+        self.function = function
+        self.callspec = types.SimpleNamespace(params={"nprocs": nprocs})
+        self.markers = [] if timeout is None else [pytest.mark.timeout(timeout).mark]
+
+    def get_closest_marker(self, name):
+        found = [m for m in self.markers if m.name == name]
+        return found[-1] if found else None
+
+    def add_marker(self, marker):
+        self.markers.append(marker.mark)
+
+
+def test_pytest_timeout_of_an_mpi_item_covers_its_whole_batch(request):
+    from parvox.testing import LAUNCH_S, apply_batch_timeouts, batch_limit
+
+    fn = test_every_rank_runs_the_body  # an mpi_test of this module (ranks 1-4, 30 s)
+    batch = [b for b in _REGISTRY[__name__] if 2 in b.ranks]
+    want = batch_limit(batch) + LAUNCH_S * (len(batch) - 1)
+    items = [_FakeItem(fn, 2), _FakeItem(fn, 2, timeout=10), _FakeItem(fn, 2, timeout=1e6)]
+    apply_batch_timeouts(items)
+    assert [i.get_closest_marker("timeout").args[0] for i in items] == [want, want, 1e6]
+    assert want > 30  # more than the body's own watchdog
+    # and so it is for the MPI items of this very session
+    for item in request.session.items:
+        body = getattr(getattr(item, "function", None), "_parvox_body", None)
+        if body is None:
+            continue
         nprocs = item.callspec.params["nprocs"]
-        module = item.function._parvox_body.__module__
-        batch = [b for b in _REGISTRY[module] if nprocs in b.ranks]
+        mine = [b for b in _REGISTRY[body.__module__] if nprocs in b.ranks]
         limit = item.get_closest_marker("timeout").args[0]
-        assert limit >= batch_limit(batch) + LAUNCH_S * (len(batch) - 1), item.nodeid
+        assert limit >= batch_limit(mine) + LAUNCH_S * (len(mine) - 1), item.nodeid
