@@ -8,7 +8,7 @@ of each axis).
 Examples
 --------
 >>> import numpy as np
->>> from parvox.decomposition import BlockGrid
+>>> from parvox.decomposition import Assignment, BlockGrid
 >>> from parvox.distarray import DistArray
 >>> d = DistArray.from_global(np.arange(12.0).reshape(3, 4), grid=(1, 2))
 >>> out = redistribute(d, BlockGrid((4, 3), (1, 1), (False, False)))
@@ -19,12 +19,12 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from parvox import collectives
-from parvox.decomposition import BlockGrid
+from parvox.decomposition import Assignment, BlockGrid
 from parvox.distarray import DistArray
 
 __all__ = ["redistribute", "same_layout"]
@@ -52,14 +52,19 @@ def _local(box: tuple[tuple[int, int], ...], origin: tuple[tuple[int, int], ...]
 
 
 def redistribute(
-    a: DistArray, grid: BlockGrid, dtype: Any = None, axes: Sequence[int] | None = None
+    a: DistArray,
+    grid: BlockGrid,
+    dtype: Any = None,
+    axes: Sequence[int] | None = None,
+    assignment: Assignment | Literal["contiguous", "round_robin"] = "contiguous",
 ) -> DistArray:
-    """A copy of ``a`` laid out on ``grid`` (block ``r`` on rank ``r``), converted to ``dtype``.
+    """A copy of ``a`` laid out on ``grid``, converted to ``dtype``; collective.
 
     ``grid.shape`` may differ from ``a.shape``: the copy is cropped or zero-padded at the end
-    of each axis, as NumPy's FFT functions treat ``s=``. ``grid`` may have fewer blocks than
-    ranks; the last ranks then hold none. With ``axes``, the copy's axis ``i`` is ``a``'s axis
-    ``axes[i]`` (as ``numpy.transpose``). Collective.
+    of each axis, as NumPy's FFT functions treat ``s=``. With ``axes``, the copy's axis ``i``
+    is ``a``'s axis ``axes[i]`` (as ``numpy.transpose``). Blocks go to ranks by
+    ``assignment``; with the default and fewer blocks than ranks, block ``r`` is on rank ``r``
+    and the last ranks hold none.
 
     Parameters
     ----------
@@ -71,6 +76,8 @@ def redistribute(
         The copy's dtype (``a.dtype`` by default).
     axes : sequence of int, optional
         A permutation of ``a``'s axes (identity by default).
+    assignment : Assignment or {"contiguous", "round_robin"}
+        Which rank holds which block of the copy.
     """
     if grid.ndim != a.ndim:
         raise ValueError(f"grid: has {grid.ndim} axes, the array {a.ndim}")
@@ -84,39 +91,37 @@ def redistribute(
     back = tuple(np.argsort(perm))
     comm = a.comm
     size = comm.Get_size()
-    if grid.nblocks > size:
-        raise ValueError(f"grid: {grid.nblocks} blocks for {size} ranks (at most one each)")
-    out = DistArray(grid, a.dtype if dtype is None else dtype, comm=comm, fill=0)
-    targets = [grid.extents(g) for g in range(grid.nblocks)]
-    # sender: for each destination rank, my blocks (gid order) x its target block
+    out = DistArray(grid, a.dtype if dtype is None else dtype, assignment=assignment, comm=comm,
+                    fill=0)
+    targets = [[grid.extents(g) for g in out.assignment.local_gids(r)] for r in range(size)]
+    # sender: for each destination rank, my blocks (gid order) x its blocks (gid order)
     pieces: list[list[np.ndarray]] = [[] for _ in range(size)]
     for b in a.blocks:
         src = moved(b.extents)
-        for r, ext in enumerate(targets):
-            box = _overlap(src, ext)
-            if box is not None:
-                part = b.core[tuple(_local(box, src)[i] for i in back)].transpose(perm)
-                pieces[r].append(np.ascontiguousarray(part, dtype=out.dtype).reshape(-1))
-    sendcounts = [sum(p.size for p in ps) for ps in pieces]
-    me = out.blocks[0] if out.blocks else None
-    # receiver: from each source rank, its blocks (gid order) x my target block
-    boxes: list[list[tuple[tuple[int, int], ...]]] = [[] for _ in range(size)]
-    if me is not None:
-        for source in range(size):
-            for gid in a.assignment.local_gids(source):
-                box = _overlap(moved(a.grid.extents(gid)), me.extents)
+        for r, exts in enumerate(targets):
+            for ext in exts:
+                box = _overlap(src, ext)
                 if box is not None:
-                    boxes[source].append(box)
-    recvcounts = [sum(int(np.prod([hi - lo for lo, hi in bx])) for bx in bs) for bs in boxes]
+                    part = b.core[tuple(_local(box, src)[i] for i in back)].transpose(perm)
+                    pieces[r].append(np.ascontiguousarray(part, dtype=out.dtype).reshape(-1))
+    sendcounts = [sum(p.size for p in ps) for ps in pieces]
+    # receiver: from each source rank, its blocks (gid order) x my blocks (gid order)
+    views: list[list[np.ndarray]] = [[] for _ in range(size)]
+    for source in range(size):
+        for gid in a.assignment.local_gids(source):
+            src = moved(a.grid.extents(gid))
+            for me in out.blocks:
+                box = _overlap(src, me.extents)
+                if box is not None:
+                    views[source].append(me.core[_local(box, me.extents)])
+    recvcounts = [sum(v.size for v in vs) for vs in views]
     flat = [p for ps in pieces for p in ps]
     send = np.concatenate(flat) if flat else np.empty(0, out.dtype)
     recv = np.empty(sum(recvcounts), out.dtype)
     collectives.alltoallv(send, sendcounts, recv, recvcounts, comm=comm)
-    if me is not None:
-        pos = 0
-        for bs in boxes:
-            for box in bs:
-                view = me.core[_local(box, me.extents)]
-                view[...] = recv[pos : pos + view.size].reshape(view.shape)
-                pos += view.size
+    pos = 0
+    for vs in views:
+        for view in vs:
+            view[...] = recv[pos : pos + view.size].reshape(view.shape)
+            pos += view.size
     return out
