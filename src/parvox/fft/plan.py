@@ -250,6 +250,11 @@ class DistFFT:
                 (), (_Stage(t1, last), _Stage(t2, (1,)), _Stage(t3, (0,)), _Stage(t4)), tail
             )
 
+    @property
+    def transposes(self) -> tuple[Transpose, ...]:
+        """The all-to-all transposes of :meth:`forward`, in order (e.g. to time them alone)."""
+        return tuple(stage.transpose for stage in self._fwd.stages)
+
     def empty_input(self, fill: Any = 0) -> DistArray:
         """A DistArray in the forward input's layout (``fill``-ed)."""
         return DistArray(self.input_grid, self.input_dtype, comm=self.comm, fill=fill)
