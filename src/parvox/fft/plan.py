@@ -47,7 +47,7 @@ from parvox.fft.layout import (
     subcomms,
 )
 from parvox.fft.redistribute import same_layout
-from parvox.fft.transpose import Transpose
+from parvox.fft.transpose import Transpose, same_view
 
 __all__ = ["NORMS", "DistFFT", "parse_norm"]
 
@@ -87,14 +87,6 @@ class _Schedule:
     head: tuple[int, ...]
     stages: tuple[_Stage, ...]
     tail: tuple[int, ...]
-
-
-def _same_view(a: np.ndarray, b: np.ndarray) -> bool:
-    return (
-        a.shape == b.shape
-        and a.strides == b.strides
-        and a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
-    )
 
 
 def _tile(axis: int, k0: int, k1: int) -> tuple[slice, ...]:
@@ -338,7 +330,7 @@ class DistFFT:
     def _in_place(self, view: np.ndarray, axes: tuple[int, ...], forward: bool, norm: str) -> None:
         for axis in axes:
             r = self._apply(view, axis, forward, norm, True)
-            if not _same_view(r, view):
+            if not same_view(r, view):
                 view[...] = r
 
     def _run(self, sched: _Schedule, x: np.ndarray, forward: bool, norm: str, tile: int) -> np.ndarray:

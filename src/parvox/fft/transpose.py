@@ -38,7 +38,7 @@ from parvox.collectives.tiles import pipeline
 from parvox.comm import get_comm
 from parvox.decomposition import split_extent
 
-__all__ = ["Transpose", "tile_slices"]
+__all__ = ["Transpose", "same_view", "tile_slices"]
 
 #: ``src_tile(k0, k1)``: the source planes ``[k0, k1)`` along the tile axis, transformed
 SourceTile = Callable[[int, int], np.ndarray]
@@ -198,7 +198,7 @@ class Transpose:
             for k0, k1 in tiles:
                 block = src_tile(k0, k1)
                 target = dst[self._select((0, self.n_in), self.axis_in, k0, k1)]
-                if not _same_view(block, target):
+                if not same_view(block, target):
                     target[...] = block
                 if post is not None:
                     post(k0, k1)
@@ -239,8 +239,15 @@ class Transpose:
         pipeline(len(tiles), compute, start, tile=1, window=window)
 
 
-def _same_view(a: np.ndarray, b: np.ndarray) -> bool:
-    """Whether ``a`` and ``b`` are the very same memory with the same layout."""
+def same_view(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether ``a`` and ``b`` are the very same memory with the same layout.
+
+    Examples
+    --------
+    >>> x = np.zeros((3, 4))
+    >>> same_view(x[:, 1:], x[:, 1:]), same_view(x[:, 1:], x[:, :3])
+    (True, False)
+    """
     return (
         a.shape == b.shape
         and a.strides == b.strides
