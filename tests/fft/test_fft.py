@@ -148,6 +148,14 @@ def test_pipelined_equals_blocking_and_auto_tile_agrees():
     for pipeline, tile, window in [(False, 1, 1), (True, 1, 1), (True, 3, 2), (True, 4, 5)]:
         plan = DistFFT(x.shape, np.complex128, pipeline=pipeline, tile=tile, window=window)
         results.append(plan.forward(DistArray.from_global(x, grid=plan.input_grid.grid)).allgather())
+    if MPI.Query_thread() == MPI.THREAD_MULTIPLE:
+        progress_modes = ("thread", "none")
+    else:
+        progress_modes = ("none",)
+    for mode in progress_modes:  # who progresses the all-to-alls changes nothing in the result
+        plan = DistFFT(x.shape, np.complex128, decomposition="pencil", tile=2, progress=mode)
+        got = plan.forward(DistArray.from_global(x, grid=plan.input_grid.grid)).allgather()
+        assert _rel(got, results[0]) <= 1e-12, mode
     for r in results[1:]:
         np.testing.assert_array_equal(r, results[0])  # the same 1-D transforms, tile or not
     plan = DistFFT(x.shape, np.complex128, tile="auto")
