@@ -5,14 +5,16 @@ to complex), at 2 ranks (and 4 in the full run), in one run:
 
 - ``parvox blocking``: slab plan, one blocking all-to-all;
 - ``parvox tile T``: slab plan, pipelined transposes (seed 004) with T planes per tile, window 2,
-  for a sweep of tile factors; ``parvox auto``: ``tile="auto"`` (the probe's choice);
+  for a sweep of tile factors; ``parvox auto``: ``tile="auto"`` (the probe's choice, its probe
+  time printed apart);
 - ``parvox pencil``: pencil plan (blocking and ``auto``);
 - ``mpi4py-fft slab`` / ``pencil``: ``mpi4py_fft.PFFT`` with its ``fftw`` backend (FFTW_MEASURE
   plans, made before timing); built from its sdist by ``bench/setup_mpi4py_fft.sh``;
 - ``scipy serial``: ``scipy.fft.fftn``/``rfftn`` on one core in this process: the floor.
 
 Every parvox plan uses ``transposed_out=True``: its output is left cut along axis 1, as
-mpi4py-fft's output is, so both do the same all-to-alls. Times are one forward transform,
+mpi4py-fft's output is, so both do the same all-to-alls; and both write into a preallocated
+output array (``out=``, mpi4py-fft's ``u_hat``). Times are one forward transform,
 barrier to barrier, maximum over ranks; each figure is the median over ``--repeats`` rounds that
 run every variant once in a rotating order (a drifting background load spreads over all).
 ``overlap`` is the time the best pipelined run hides, ``blocking - pipelined``, over the time of
@@ -98,23 +100,28 @@ def time_case(comm: Any, n: int, kind: str, repeats: int, with_peer: bool) -> di
     x = make_input(shape, dtype)
     m2 = n // 2 + 1 if kind == "real" else n
     variants: dict[str, Callable[[], Any]] = {}
+    # every parvox variant writes into one preallocated output, as mpi4py-fft into its u_hat
     blocking = DistFFT(shape, dtype, decomposition="slab", pipeline=False, transposed_out=True)
     a = DistArray.from_global(x, grid=blocking.input_grid.grid)
-    variants["parvox blocking"] = lambda: blocking.forward(a)
+    out = blocking.empty_output()
+    variants["parvox blocking"] = lambda: blocking.forward(a, out=out)
+    pipelined = DistFFT(shape, dtype, decomposition="slab", tile=1, transposed_out=True)
+    xl = a.blocks[0].core if a.blocks else np.empty(0)
+    ol = out.blocks[0].core if out.blocks else None
     for t in tile_factors(m2):
-        p = DistFFT(shape, dtype, decomposition="slab", tile=t, transposed_out=True)
-        variants[f"parvox tile {t}"] = lambda p=p: p.forward(a)
+        variants[f"parvox tile {t}"] = lambda t=t: pipelined.forward_local(xl, tile=t, out=ol)
     t0 = time.perf_counter()
     auto = DistFFT(shape, dtype, decomposition="slab", tile="auto", transposed_out=True)
     probe = comm.allreduce(time.perf_counter() - t0, op=MPI.MAX)
-    variants["parvox auto"] = lambda: auto.forward(a)
+    variants["parvox auto"] = lambda: auto.forward(a, out=out)
     if size > 1:
         pencil = DistFFT(shape, dtype, decomposition="pencil", pipeline=False,
                          transposed_out=True)
         pa = DistArray.from_global(x, grid=pencil.input_grid.grid)
-        variants["parvox pencil blocking"] = lambda: pencil.forward(pa)
+        pout = pencil.empty_output()
+        variants["parvox pencil blocking"] = lambda: pencil.forward(pa, out=pout)
         pauto = DistFFT(shape, dtype, decomposition="pencil", tile="auto", transposed_out=True)
-        variants["parvox pencil auto"] = lambda: pauto.forward(pa)
+        variants["parvox pencil auto"] = lambda: pauto.forward(pa, out=pout)
     if with_peer:
         from mpi4py_fft import PFFT, newDistArray
 

@@ -132,6 +132,15 @@ def test_plans_both_decompositions_and_transposed_out():
             back = plan.backward(spec)
             assert back.grid == plan.input_grid and back.dtype == np.dtype(dtype)
             assert _rel(back.allgather(), x) <= _tol(dtype), plan
+            # again, into given arrays: the plan's reused work arrays never leak into results
+            first = spec.allgather()
+            out = plan.empty_output()
+            assert plan.forward(a, out=out) is out
+            np.testing.assert_array_equal(out.allgather(), first)
+            np.testing.assert_array_equal(spec.allgather(), first)
+            into = plan.empty_input()
+            assert plan.backward(out, out=into) is into
+            np.testing.assert_array_equal(into.allgather(), back.allgather())
             np.testing.assert_array_equal(a.allgather(), x)  # the input is left alone
 
 
@@ -181,5 +190,9 @@ def test_plan_rejects_wrong_layouts():
         plan.forward(plan.empty_input().astype(np.complex128))
     with pytest.raises(TypeError, match="a: expected a DistArray"):
         plan.forward(np.zeros((6, 5, 4)))
+    with pytest.raises(ValueError, match="out: layout"):
+        plan.forward(plan.empty_input(), out=plan.empty_input())
+    with pytest.raises(TypeError, match="out: expected a writable complex128"):
+        plan.forward(plan.empty_input(), out=plan.empty_output().astype(np.complex64))
     spec = plan.forward(plan.empty_input(fill=1.0))
     assert float(np.abs(spec.allgather()).sum()) == 120.0

@@ -52,6 +52,8 @@ from parvox.fft.transpose import Transpose, same_view
 __all__ = ["NORMS", "DistFFT", "parse_norm"]
 
 NORMS = ("backward", "ortho", "forward")
+#: whole-array transforms run in chunks of about this many bytes (no huge temporaries)
+_CHUNK_BYTES = 4 << 20
 #: ``tile="auto"`` probes tiles that cut the longest tile axis into this many tiles
 _AUTO_TILE_COUNTS = (2, 4, 8, 16, 32, 64)
 
@@ -153,6 +155,8 @@ class DistFFT:
             raise TypeError(f"dtype: expected float32, float64, complex64 or complex128, got {dt}")
         self.real = dt.kind == "f"
         self.complex_dtype = np.result_type(dt, np.complex64)
+        self.real_dtype = np.dtype(np.float32 if self.complex_dtype == np.complex64 else np.float64)
+        self._work: dict[tuple[Any, ...], np.ndarray] = {}
         self.input_dtype = dt
         self.output_dtype = self.complex_dtype
         n0, n1, n2 = self.shape
@@ -264,7 +268,9 @@ class DistFFT:
         )
 
     # ------------------------------------------------------------------ transforms
-    def forward(self, a: DistArray, norm: str | None = None) -> DistArray:
+    def forward(
+        self, a: DistArray, norm: str | None = None, out: DistArray | None = None
+    ) -> DistArray:
         """The forward transform of ``a`` (layout :attr:`input_grid`); collective.
 
         Parameters
@@ -273,24 +279,40 @@ class DistFFT:
             Shape :attr:`shape`, layout :attr:`input_grid` (:meth:`empty_input` makes one).
         norm : {"backward", "ortho", "forward"}, optional
             NumPy's normalisation (``None``: ``"backward"``, unscaled forward).
+        out : DistArray, optional
+            Where to write the result (layout :attr:`output_grid`, :attr:`output_dtype`,
+            e.g. from :meth:`empty_output`); a new DistArray when None. Reusing one saves the
+            allocation (and the operating system's zeroing of fresh pages) on every call.
         """
         x = self._local(a, self.input_grid, self._in_local, self.input_dtype, "a")
-        y = self.forward_local(x, norm)
-        return self._wrap(y, self.output_grid, self.output_dtype)
+        final = self._target(out, self.output_grid, self._out_local, self.output_dtype)
+        y = self._run(self._fwd, x, True, parse_norm(norm), self.tile, final)
+        return out if out is not None else self._wrap(y, self.output_grid, self.output_dtype)
 
-    def backward(self, a: DistArray, norm: str | None = None) -> DistArray:
-        """The inverse transform of ``a`` (layout :attr:`output_grid`); collective."""
+    def backward(
+        self, a: DistArray, norm: str | None = None, out: DistArray | None = None
+    ) -> DistArray:
+        """The inverse transform of ``a`` (layout :attr:`output_grid`); collective.
+
+        ``out`` (layout :attr:`input_grid`, :attr:`input_dtype`) as in :meth:`forward`.
+        """
         x = self._local(a, self.output_grid, self._out_local, self.output_dtype, "a")
-        y = self.backward_local(x, norm)
-        return self._wrap(y, self.input_grid, self.input_dtype)
+        final = self._target(out, self.input_grid, self._in_local, self.input_dtype)
+        y = self._run(self._bwd, x, False, parse_norm(norm), self.tile, final)
+        return out if out is not None else self._wrap(y, self.input_grid, self.input_dtype)
 
-    def forward_local(self, x: np.ndarray, norm: str | None = None, tile: int | None = None) -> np.ndarray:
+    def forward_local(
+        self, x: np.ndarray, norm: str | None = None, tile: int | None = None,
+        out: np.ndarray | None = None,
+    ) -> np.ndarray:
         """:meth:`forward` on this rank's local array (shape of its input block); ``x`` is kept."""
-        return self._run(self._fwd, x, True, parse_norm(norm), tile or self.tile)
+        return self._run(self._fwd, x, True, parse_norm(norm), tile or self.tile, out)
 
-    def backward_local(self, x: np.ndarray, norm: str | None = None) -> np.ndarray:
+    def backward_local(
+        self, x: np.ndarray, norm: str | None = None, out: np.ndarray | None = None
+    ) -> np.ndarray:
         """:meth:`backward` on this rank's local array (shape of its output block)."""
-        return self._run(self._bwd, x, False, parse_norm(norm), self.tile)
+        return self._run(self._bwd, x, False, parse_norm(norm), self.tile, out)
 
     def _local(
         self, a: DistArray, grid: BlockGrid, local: tuple[int, ...], dtype: np.dtype, name: str
@@ -308,6 +330,16 @@ class DistFFT:
         x = a.blocks[0].core if a.blocks else np.empty(local, dtype)
         return x if x.dtype == dtype else x.astype(dtype)
 
+    def _target(
+        self, out: DistArray | None, grid: BlockGrid, local: tuple[int, ...], dtype: np.dtype
+    ) -> np.ndarray | None:
+        if out is None:
+            return None
+        x = self._local(out, grid, local, dtype, "out")
+        if out.dtype != dtype or not x.flags.writeable:
+            raise TypeError(f"out: expected a writable {dtype} DistArray, got {out.dtype}")
+        return x
+
     def _wrap(self, y: np.ndarray, grid: BlockGrid, dtype: np.dtype) -> DistArray:
         out = DistArray(grid, dtype, comm=self.comm)
         if out.blocks:
@@ -315,16 +347,31 @@ class DistFFT:
             out.blocks[0].data = y
         return out
 
+    def _scratch(self, key: tuple[Any, ...], shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        """A work array kept by the plan between calls (fresh pages are slow to touch)."""
+        found = self._work.get(key)
+        if found is None or found.shape != shape or found.dtype != dtype:
+            found = self._work[key] = np.empty(shape, dtype)
+        return found
+
     def _apply(
         self, x: np.ndarray, axis: int, forward: bool, norm: str, overwrite: bool
     ) -> np.ndarray:
-        """One 1-D transform along ``axis`` (r2c/c2r on the last axis of a real plan)."""
+        """One 1-D transform along ``axis`` (r2c/c2r on the last axis of a real plan).
+
+        Along axis 0 of a 3-D array (the largest stride) the data are first copied so that
+        axis 0 comes second: the transform then reads lines of moderate stride, about twice as
+        fast for large arrays, and the same arithmetic per line.
+        """
         if axis == 2 and self.real:
             if forward:
                 return sfft.rfft(x, axis=2, norm=norm, workers=1)
             return sfft.irfft(x, n=self.shape[2], axis=2, norm=norm, overwrite_x=overwrite,
                               workers=1)
         func = sfft.fft if forward else sfft.ifft
+        if axis == 0 and x.ndim == 3 and x.shape[0] > 1 and x.shape[1] > 1:
+            t = np.ascontiguousarray(x.transpose(1, 0, 2))
+            return func(t, axis=1, norm=norm, overwrite_x=True, workers=1).transpose(1, 0, 2)
         return func(x, axis=axis, norm=norm, overwrite_x=overwrite, workers=1)
 
     def _in_place(self, view: np.ndarray, axes: tuple[int, ...], forward: bool, norm: str) -> None:
@@ -333,20 +380,54 @@ class DistFFT:
             if not same_view(r, view):
                 view[...] = r
 
-    def _run(self, sched: _Schedule, x: np.ndarray, forward: bool, norm: str, tile: int) -> np.ndarray:
+    def _into(self, x: np.ndarray, dst: np.ndarray, axis: int, forward: bool, norm: str) -> None:
+        """``dst = transform(x)`` along ``axis`` in chunks (no whole-array temporary)."""
+        along = 1 if axis == 0 else 0
+        per = max(1, x.nbytes // max(x.shape[along], 1))
+        step = max(1, _CHUNK_BYTES // per)
+        for c0 in range(0, x.shape[along], step):
+            sel = _tile(along, c0, c0 + step)
+            dst[sel] = self._apply(x[sel], axis, forward, norm, False)
+
+    def _shape_after(self, shape: tuple[int, ...], axis: int, forward: bool) -> tuple[int, ...]:
+        if axis == 2 and self.real:
+            return (*shape[:2], self.output_shape[2] if forward else self.shape[2])
+        return shape
+
+    def _run(
+        self, sched: _Schedule, x: np.ndarray, forward: bool, norm: str, tile: int,
+        final: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """Run ``sched`` on ``x`` (never modified); the result goes to ``final`` or a new array.
+
+        Intermediate arrays are the plan's work arrays, reused by the next call.
+        """
+        steps: list[tuple[str, Any]] = [("axis", a) for a in sched.head]
+        steps += [("stage", s) for s in sched.stages] + [("axis", a) for a in sched.tail]
         ours = False
-        for axis in sched.head:
-            x, ours = self._apply(x, axis, forward, norm, ours), True
-        for stage in sched.stages:
-            x = self._stage(stage, x, ours, forward, norm, tile)
-            ours = True
-        for axis in sched.tail:
-            x, ours = self._apply(x, axis, forward, norm, ours), True
+        for i, (kind, step) in enumerate(steps):
+            if kind == "axis":
+                shape = self._shape_after(x.shape, step, forward)
+                c2r = self.real and not forward and step == 2
+                dtype = self.real_dtype if c2r else self.complex_dtype
+            else:
+                shape = step.transpose.target_shape(x.shape)
+                dtype = self.complex_dtype
+            if i == len(steps) - 1:
+                dst = final if final is not None else np.empty(shape, dtype)
+            else:
+                dst = self._scratch((forward, i), shape, dtype)
+            if kind == "axis":
+                self._into(x, dst, step, forward, norm)
+            else:
+                self._stage(step, x, dst, ours, forward, norm, tile)
+            x, ours = dst, True
         return x
 
     def _stage(
-        self, stage: _Stage, x: np.ndarray, ours: bool, forward: bool, norm: str, tile: int
-    ) -> np.ndarray:
+        self, stage: _Stage, x: np.ndarray, dst: np.ndarray, ours: bool, forward: bool,
+        norm: str, tile: int,
+    ) -> None:
         t = stage.transpose
         ta = t.tile_axis
 
@@ -359,11 +440,8 @@ class DistFFT:
         def post(k0: int, k1: int) -> None:
             self._in_place(dst[_tile(ta, k0, k1)], stage.post, forward, norm)
 
-        reuse = t.size == 1 and ours and x.dtype == self.complex_dtype
-        dst = x if reuse else np.empty(t.target_shape(x.shape), self.complex_dtype)
         t.run(src_tile, dst, x.shape[ta], post if stage.post else None, pipelined=self.pipeline,
               tile=tile, window=self.window, progress=self.progress)
-        return dst
 
     # ------------------------------------------------------------------ tuning
     def _autotune(self) -> TuneResult:

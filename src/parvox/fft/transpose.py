@@ -103,6 +103,7 @@ class Transpose:
         self.index = self.comm.Get_rank()
         self.parts_in = [split_extent(self.n_in, self.size, i) for i in range(self.size)]
         self.parts_out = [split_extent(self.n_out, self.size, i) for i in range(self.size)]
+        self._buffers: dict[tuple[Any, ...], tuple[list[np.ndarray], list[np.ndarray]]] = {}
 
     def source_shape(self, ntile: int) -> tuple[int, ...]:
         """This rank's shape before the transpose, with ``ntile`` planes along the tile axis."""
@@ -205,8 +206,14 @@ class Transpose:
             return
         send_most, recv_most = (sum(c) for c in self._counts(tile))
         nbuf = 1 if not pipelined else window + 1
-        sends = [np.empty(send_most, dst.dtype) for _ in range(nbuf)]
-        recvs = [np.empty(recv_most, dst.dtype) for _ in range(nbuf)]
+        key = (nbuf, send_most, recv_most, dst.dtype.str)
+        if key not in self._buffers:  # kept for the next call: fresh pages are slow to touch
+            self._buffers.clear()
+            self._buffers[key] = (
+                [np.empty(send_most, dst.dtype) for _ in range(nbuf)],
+                [np.empty(recv_most, dst.dtype) for _ in range(nbuf)],
+            )
+        sends, recvs = self._buffers[key]
         if not pipelined:
             scounts, rcounts = self._counts(ntile)
             self._pack(src_tile(0, ntile), sends[0], dst, 0, ntile)
