@@ -13,7 +13,7 @@ Examples
 >>> import numpy as np
 >>> u = np.zeros((5, 5, 5)); u[2, 2, 2] = 1.0
 >>> out = np.zeros((3, 3, 3))
->>> laplacian(u, out, (1.0, 1.0, 1.0), inner_box((3, 3, 3)))
+>>> laplacian(u, out, (1.0, 1.0, 1.0), whole_box((3, 3, 3)))
 >>> float(out[1, 1, 1]), float(out[0, 1, 1])
 (6.0, -1.0)
 """
