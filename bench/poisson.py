@@ -129,8 +129,10 @@ def chart(rows: dict[str, float], title: str, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 3.6))
-    bars = ax.bar(list(rows), list(rows.values()), color=["grey", "C0", "C1", "C2"][: len(rows)])
-    ax.bar_label(bars, fmt="%.2f", fontsize=8)
+    labels = [name.replace("parvox cg ", "parvox\n").replace(" overlap", "\noverlap")
+              for name in rows]
+    bars = ax.bar(labels, list(rows.values()), color=["grey", "C0", "C1", "C2"][: len(rows)])
+    ax.bar_label(bars, fmt="%.3f", fontsize=8)
     ax.set_ylabel("seconds (median)")
     ax.set_title(title, fontsize=9)
     ax.tick_params(axis="x", labelsize=8)
