@@ -200,8 +200,7 @@ def chart(cases: list[dict[str, Any]], floors: dict[tuple[int, str], float], pat
         tiles = sorted(int(k.split()[-1]) for k in med if k.startswith("parvox tile"))
         ax.plot(tiles, [med[f"parvox tile {t}"] for t in tiles], "o-", label="parvox pipelined")
         auto = case["auto_tile"]
-        if f"parvox tile {auto}" in med:
-            ax.plot([auto], [med["parvox auto"]], "r*", ms=12, label=f"auto (tile {auto})")
+        ax.plot([auto], [med["parvox auto"]], "r*", ms=12, label="auto (its tile)")
         styles = {"parvox blocking": "k--", "mpi4py-fft slab": "g-.", "mpi4py-fft pencil": "g:"}
         for name, style in styles.items():
             if name in med:
