@@ -41,6 +41,7 @@ __all__ = ["SUBCOMMANDS", "UsageError", "build_parser", "main"]
 SUBCOMMANDS: dict[str, str] = {
     "composite": "parvox.cli.composite",
     "demo": "parvox.cli.demo",
+    "fft": "parvox.cli.fft",
     "filter": "parvox.cli.filter",
     "info": "parvox.cli.info",
     "ingest": "parvox.cli.ingest",
