@@ -39,6 +39,7 @@ __all__ = [
     "COLLECTIVES",
     "DODYN",
     "HALO",
+    "SOLVER_FACES",
     "TagBlock",
     "next_call",
 ]
@@ -82,13 +83,17 @@ BLOCKS_EXCHANGE = TagBlock("blocks.exchange", 64, 3)
 BLOCKS_REDUCE = TagBlock("blocks.reduce", 67, 3)
 #: ``blocks.iexchange`` (asynchronous neighbourhood exchange)
 BLOCKS_IEXCHANGE = TagBlock("blocks.iexchange", 70, 3)
+#: ``solvers.FaceExchange`` (split-phase face ghosts): tag ``2 * axis + side`` (up to 24 axes)
+SOLVER_FACES = TagBlock("solvers.faces", 80, 48)
 #: dynamic loop scheduling: a (result, work) pair of tags per call, 4096 calls deep
 DODYN = TagBlock("loops.dodyn", 128, 2 * 4096)
 #: every tag from here to ``MPI.TAG_UB`` belongs to the collectives (32767 is MPI's minimum)
 COLLECTIVES = TagBlock("collectives", DODYN.base + DODYN.size, 32767 - DODYN.base - DODYN.size)
 
 #: the blocks in tag order; :func:`_check_disjoint` runs at import
-BLOCKS: tuple[TagBlock, ...] = (HALO, BLOCKS_EXCHANGE, BLOCKS_REDUCE, BLOCKS_IEXCHANGE, DODYN)
+BLOCKS: tuple[TagBlock, ...] = (
+    HALO, BLOCKS_EXCHANGE, BLOCKS_REDUCE, BLOCKS_IEXCHANGE, SOLVER_FACES, DODYN,
+)
 
 
 def _check_disjoint(blocks: tuple[TagBlock, ...]) -> None:

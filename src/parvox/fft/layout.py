@@ -113,22 +113,36 @@ def choose_decomposition(
     return "slab", (size, 1)
 
 
-_SUBCOMMS: dict[tuple[int, int, int], tuple[Any, Any]] = {}
+_SUBCOMMS_KEYVAL: int | None = None
+
+
+def _free_subcomms(comm: Any, keyval: int, found: dict[tuple[int, int], tuple[Any, Any]]) -> None:
+    """Delete callback of the cached grid communicators: free them with their parent."""
+    for row, col in found.values():
+        row.Free()
+        col.Free()
 
 
 def subcomms(comm: Any, pgrid: tuple[int, int]) -> tuple[Any, Any]:
     """The row (same ``c0``, ``P1`` ranks) and column (same ``c1``) communicators of a grid.
 
-    Created collectively on first use and then cached for the process, like
-    :func:`parvox.comm.private_comm` (plans come and go; communicators are scarce).
+    Created collectively on first use and then cached as an attribute of ``comm`` that frees
+    them when ``comm`` is freed, like :func:`parvox.comm.private_comm` (plans come and go;
+    communicators are scarce).
     """
     from mpi4py import MPI
 
-    key = (MPI.Comm.py2f(comm), *pgrid)
-    found = _SUBCOMMS.get(key)
+    global _SUBCOMMS_KEYVAL
+    if _SUBCOMMS_KEYVAL is None:
+        _SUBCOMMS_KEYVAL = MPI.Comm.Create_keyval(delete_fn=_free_subcomms)
+    cache: dict[tuple[int, int], tuple[Any, Any]] | None = comm.Get_attr(_SUBCOMMS_KEYVAL)
+    if cache is None:
+        cache = {}
+        comm.Set_attr(_SUBCOMMS_KEYVAL, cache)
+    found = cache.get(pgrid)
     if found is None:
         c0, c1 = divmod(comm.Get_rank(), pgrid[1])
         row = comm.Split(color=c0, key=c1)
         col = comm.Split(color=c1, key=c0)
-        found = _SUBCOMMS[key] = (row, col)
+        found = cache[pgrid] = (row, col)
     return found

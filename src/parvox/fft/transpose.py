@@ -59,10 +59,11 @@ def tile_slices(ntile: int, tile: int) -> list[tuple[int, int]]:
     return [(k, min(k + tile, ntile)) for k in range(0, ntile, tile)]
 
 
-class _Then(BaseRequest):
+class _Then(BaseRequest[None]):
     """A request that runs ``then()`` once, right after the wrapped request completes."""
 
-    def __init__(self, request: BaseRequest, then: Callable[[], None]) -> None:
+    def __init__(self, request: BaseRequest[Any], then: Callable[[], None]) -> None:
+        super().__init__(None, name=request.name)
         self._request = request
         self._then = then
 

@@ -28,6 +28,7 @@ import numpy as np
 
 from parvox.comm import private_comm
 from parvox.distarray import Block, DistArray
+from parvox.tags import SOLVER_FACES
 
 __all__ = ["FaceExchange"]
 
@@ -44,7 +45,7 @@ class _Face:
 
     @property
     def tag(self) -> int:
-        return 2 * self.axis + self.side
+        return SOLVER_FACES.tag(2 * self.axis + self.side)
 
 
 def _strip(b: Block, axis: int, region: str, side: int) -> tuple[slice, ...]:
@@ -103,8 +104,8 @@ class FaceExchange:
                                             _strip(b, axis, "core", side), b.data))
                     else:
                         recvs.append(_Face(b, axis, side, nb, owner))
-                        sends.append((owner, nb, 2 * axis + 1 - side, b, _strip(b, axis, "core",
-                                                                             side)))
+                        tag = SOLVER_FACES.tag(2 * axis + 1 - side)
+                        sends.append((owner, nb, tag, b, _strip(b, axis, "core", side)))
         # one pair of ranks may exchange several messages with one tag: posting both lists in
         # (peer, receiving gid, tag) order keeps MPI's non-overtaking matching consistent
         recvs.sort(key=lambda f: (f.source_rank, f.block.gid, f.tag))
