@@ -157,7 +157,9 @@ def test_pipe_tiles_wavefront_equals_the_serial_loop_nest():
                 tiles += 1
                 for i in rows:
                     for j in cols:
-                        got[i, j] += 0.5 * got[i - 1, j - 1] + 0.3 * got[i - 1, j] - 0.2 * got[i, j - 1]
+                        got[i, j] += (
+                            0.5 * got[i - 1, j - 1] + 0.3 * got[i - 1, j] - 0.2 * got[i, j - 1]
+                        )
             lo, hi = split_extent(n, size, rank)
             assert np.array_equal(got[lo:hi], want[lo:hi]), (n, m, chunk)
             assert tiles == -(-(m - 2) // chunk)
