@@ -222,3 +222,6 @@ def test_loops_timers_and_the_end():
     rt.end()
     with pytest.raises(RuntimeEnded):
         rt.barrier()
+    rt.init()  # a new program starts afresh
+    rt.barrier()
+    assert (rt.time, rt.mystart, rt.myend) == (0.0, 0, 0)

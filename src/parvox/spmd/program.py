@@ -102,7 +102,10 @@ def run_translated(
     status; any other exception is raised again as :class:`ProgramFailed` (chained to it), so
     that under the ``parvox`` command it aborts the job with the program's traceback.
     """
+    from parvox.spmd.runtime import spmd
+
     original = Path(original).resolve()
+    spmd.reset()  # nothing of a program run before in this process carries over
     code = compile(Path(translated).read_text(), str(translated), "exec")
     module = types.ModuleType("__main__")
     module.__file__ = str(original)

@@ -62,6 +62,14 @@ class Runtime:
 
     def __init__(self, comm: MPI.Intracomm | None = None) -> None:
         self._comm_arg = comm
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget everything a previous program left (parts, timers, ``end``); no communication.
+
+        A process that runs several translated programs one after the other (the runner of
+        ``parvox spmd run``, tests) resets the runtime before each.
+        """
         self._comm: MPI.Intracomm | None = None
         self._ended = False
         self.rank = 0
@@ -72,15 +80,18 @@ class Runtime:
         self.mypart = 0
         self.time = 0.0
         self.ttime = 0.0
-        self.timers = Timers(comm)
+        self.timers = Timers(self._comm_arg)
         self._running: dict[str, tuple[AbstractContextManager[None], float]] = {}
 
     # -- INIT, END, BARRIER ---------------------------------------------------------------
     def init(self) -> None:
         """Start the runtime: MPI, ``rank``, ``size``, ``is_root`` (``#$spmd init``).
 
-        Calling it again does nothing; every other method calls it first if needed.
+        Calling it again does nothing (after ``end`` it starts afresh); every other method
+        calls it first if needed.
         """
+        if self._ended:
+            self.reset()
         if self._comm is None:
             c = get_comm(self._comm_arg)
             self._comm = c

@@ -210,9 +210,9 @@ def _clause_code(clause: Clause, placement: Placement) -> list[str]:
         args = ", ".join(i.name if isinstance(i, Ref) else repr(i) for i in clause.items)
         return ["# spmd: print -- the root prints this (to stderr)", f"spmd.print({args})"]
     if isinstance(clause, RankCount):
-        what = "was written for" if word == "tcpus" else "should use"
+        what = "the program was written for" if word == "tcpus" else "the program should use"
         return [
-            f"# spmd: {word} -- warn when the job does not have the {clause.value} ranks this program {what}",
+            f"# spmd: {word} -- warn unless the job has {clause.value} rank(s), the count {what}",
             f"spmd.expect_ranks({word}={clause.value})",
         ]
     if isinstance(clause, Transfer):
