@@ -137,3 +137,40 @@ def test_a_failing_rank_aborts_the_job_and_exit_codes_pass_through(progs):
     assert "a[i] = 1 / (i != 5)" in proc.stderr  # the traceback shows the program's line
     (progs / "exit.py").write_text("#$spmd init\nimport sys\n#$spmd end\nsys.exit(3)\n")
     assert run_parvox("spmd", "run", str(progs / "exit.py"), "-n", "2").returncode == 3
+
+
+SMOOTH = """\
+#$spmd init
+import numpy as np
+img = np.zeros((512, 512))
+#$spmd ronly
+img[...] = np.load("in.npy")
+#$spmd ronly, r2a[P(X=1): img]
+out = np.zeros_like(img)
+hi = -np.inf
+#$spmd dopar
+for i in range(1, 511):
+    out[i, 1:-1] = (img[i - 1, 1:-1] + img[i, 1:-1] + img[i + 1, 1:-1]) / 3
+    hi = max(hi, out[i].max())
+#$spmd roa[MAX: hi], a2r[P: out]
+#$spmd ronly
+np.save("out.npy", out / hi)
+#$spmd ronly
+#$spmd end
+"""
+
+
+def test_the_issue_example_runs_unchanged_as_python_and_on_4_ranks(progs, monkeypatch):
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    np.save(progs / "in.npy", np.random.default_rng(16).random((512, 512)))
+    (progs / "smooth.py").write_text(SMOOTH)
+    monkeypatch.chdir(progs)
+    subprocess.run([sys.executable, "smooth.py"], check=True, timeout=120)
+    serial = np.load("out.npy")
+    (progs / "out.npy").unlink()
+    check_ok(run_parvox("spmd", "run", "smooth.py", "-n", "4"))
+    assert np.array_equal(np.load("out.npy"), serial)

@@ -6,7 +6,8 @@ runs that translation on 4 ranks. The pieces:
 
 - :mod:`parvox.spmd.language`: the clauses and their grammar;
 - :mod:`parvox.spmd.source`: reading a program (tokens, logical lines, directives);
-- :mod:`parvox.spmd.checker`: placing and checking the directives (:func:`check`);
+- :mod:`parvox.spmd.syntax` and :mod:`parvox.spmd.checker`: checking and placing the directives
+  (:func:`check`);
 - :mod:`parvox.spmd.translator`: rendering the translation (:func:`translate`);
 - :mod:`parvox.spmd.runtime` and :mod:`parvox.spmd.transfers`: what translated programs call;
 - :mod:`parvox.spmd.program`: translating files with a cache and running them.

@@ -43,6 +43,7 @@ from parvox.spmd.language import (
     Transfer,
 )
 from parvox.spmd.source import Directive, Source, read_source
+from parvox.spmd.syntax import assigned_names, early_exits, indexed_arrays, range_loop_problem
 
 __all__ = ["Analysis", "LoopPlan", "Placement", "Region", "analyse", "check"]
 
@@ -109,101 +110,13 @@ class Analysis:
         return not any(d.severity == "error" for d in self.diagnostics)
 
 
-def _assigned(tree: ast.Module) -> set[str]:
-    """Every name the program binds anywhere (assignment, loop, import, def, argument, ...)."""
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
-            names.add(node.id)
-        elif isinstance(node, ast.arg):
-            names.add(node.arg)
-        elif isinstance(node, ast.alias):
-            names.add((node.asname or node.name).split(".")[0])
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            names.add(node.name)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            names.add(node.name)
-        elif isinstance(node, ast.Global | ast.Nonlocal):
-            names.update(node.names)
-        elif isinstance(node, ast.MatchAs | ast.MatchStar) and node.name:
-            names.add(node.name)
-    return names
-
-
-def _subscripted(body: list[ast.stmt], var: str) -> tuple[list[str], list[str]]:
-    """Arrays indexed with ``var`` first (``a[var]``, ``a[var, ...]``): (written, read)."""
-    written: list[str] = []
-    read: list[str] = []
-    stack: list[ast.AST] = list(body)
-    while stack:
-        node = stack.pop(0)
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
-            continue
-        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
-            index = (
-                node.slice.elts[0]
-                if isinstance(node.slice, ast.Tuple) and node.slice.elts
-                else node.slice
-            )
-            if isinstance(index, ast.Name) and index.id == var:
-                into = written if isinstance(node.ctx, ast.Store | ast.Del) else read
-                if node.value.id not in into:
-                    into.append(node.value.id)
-        stack.extend(ast.iter_child_nodes(node))
-    return written, read
-
-
-def _escapes(loop: ast.For) -> list[tuple[ast.stmt, str]]:
-    """``break``/``return``/``yield`` that would leave a parallel loop early."""
-    found: list[tuple[ast.stmt, str]] = []
-
-    def visit(node: ast.AST, nested_loop: bool) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(
-                child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef
-            ):
-                continue
-            if isinstance(child, ast.Break) and not nested_loop:
-                found.append((child, "break"))
-            elif isinstance(child, ast.Return):
-                found.append((child, "return"))
-            elif isinstance(child, ast.Expr) and isinstance(child.value, ast.Yield | ast.YieldFrom):
-                found.append((child, "yield"))
-            visit(child, nested_loop or isinstance(child, ast.For | ast.While | ast.AsyncFor))
-
-    for stmt in loop.body:
-        visit(ast.Module(body=[stmt], type_ignores=[]), False)
-    return found
-
-
-def _range_loop(node: ast.stmt | None) -> str | None:
-    """Why ``node`` is not a ``for NAME in range(...)`` loop (None when it is)."""
-    if not isinstance(node, ast.For):
-        return "is not followed by a `for NAME in range(...)` loop"
-    if not isinstance(node.target, ast.Name):
-        return "needs a loop with one variable: `for NAME in range(...)`"
-    it = node.iter
-    if not (
-        isinstance(it, ast.Call)
-        and isinstance(it.func, ast.Name)
-        and it.func.id == "range"
-        and 1 <= len(it.args) <= 3
-        and not it.keywords
-        and not any(isinstance(a, ast.Starred) for a in it.args)
-    ):
-        return "needs a loop over `range(...)` (start, stop, step as in Python)"
-    if node.orelse:
-        return "cannot rewrite a loop with an `else:` block"
-    return None
-
-
 class _Checker:
     def __init__(self, source: Source) -> None:
         self.src = source
         assert source.tree is not None
         self.tree = source.tree
         self.problems: list[Diagnostic] = list(source.problems)
-        self.assigned = _assigned(self.tree)
+        self.assigned = assigned_names(self.tree)
         self.logical = source.logical
         self.fors = {
             n.lineno: n for n in ast.walk(self.tree) if isinstance(n, ast.For | ast.AsyncFor)
@@ -246,7 +159,7 @@ class _Checker:
             )
             return None
         node = self.fors.get(after.start) if after is not None else None
-        why = _range_loop(node)
+        why = range_loop_problem(node)
         if why is not None or not isinstance(node, ast.For):
             self.say(clause.pos, "error", f"{clause.keyword} {why}")
             return None
@@ -258,13 +171,13 @@ class _Checker:
             )
         assert isinstance(node.target, ast.Name)
         var = node.target.id
-        for stmt, word in _escapes(node):
+        for stmt, word in early_exits(node):
             self.say(
                 self.node_pos(stmt),
                 "error",
                 f"`{word}` would leave the {clause.keyword} loop early on one rank; the ranks must run it to its end",
             )
-        written, read = _subscripted(node.body, var)
+        written, read = indexed_arrays(node.body, var)
         if clause.array is not None:
             arrays: tuple[str, ...] = (clause.array.name,)
             if clause.keyword != "dopar" and clause.array.name not in written:
@@ -285,7 +198,7 @@ class _Checker:
         inner = None
         if clause.keyword == "pipe" and clause.chunk is not None:
             only = node.body[0] if len(node.body) == 1 else None
-            why = _range_loop(only)
+            why = range_loop_problem(only)
             if why is not None or not isinstance(only, ast.For):
                 self.say(
                     clause.pos,

@@ -41,7 +41,7 @@ class ProgramFailed(ParvoxError):
     """The translated program raised an exception (chained as ``__cause__``)."""
 
 
-_TRANSLATOR = ("language.py", "source.py", "checker.py", "translator.py")
+_TRANSLATOR = ("language.py", "source.py", "syntax.py", "checker.py", "translator.py")
 
 
 def cache_dir() -> Path:
@@ -74,7 +74,7 @@ def translate_file(
     and renames it into place, so a reader never sees half a translation.
     """
     source = Path(path)
-    text = source.read_text()
+    text = source.read_text(encoding="utf-8")
     where = Path(cache) if cache is not None else cache_dir()
     target = where / f"{source.stem}-{_key(text)}.py"
     if target.exists():
@@ -83,7 +83,7 @@ def translate_file(
     where.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=where, prefix=f".{source.stem}-", suffix=".py")
     try:
-        with os.fdopen(fd, "w") as fh:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(translated)
         os.replace(tmp, target)
     except BaseException:
@@ -106,7 +106,7 @@ def run_translated(
 
     original = Path(original).resolve()
     spmd.reset()  # nothing of a program run before in this process carries over
-    code = compile(Path(translated).read_text(), str(translated), "exec")
+    code = compile(Path(translated).read_text(encoding="utf-8"), str(translated), "exec")
     module = types.ModuleType("__main__")
     module.__file__ = str(original)
     module.__builtins__ = __builtins__  # type: ignore[attr-defined]

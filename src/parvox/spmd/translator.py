@@ -276,26 +276,19 @@ def _indent(out: _Output, lines: range, unit: str, in_string: frozenset[int]) ->
 def _rewrite_loop(out: _Output, plan: LoopPlan, analysis: Analysis, unit: str) -> None:
     node, c = plan.node, plan.clause
     lines = analysis.source.lines
+    wrap = None
     if c.keyword == "dopar":
-        out.edit(node.iter, "spmd.my_range({}, " + ", ".join(plan.arrays) + ")", lines, keep=True)
+        wrap = "spmd.my_range({}, " + ", ".join(plan.arrays) + ")"
     elif c.keyword == "dodyn":
         assert c.chunk is not None
-        out.edit(
-            node.iter,
-            "spmd.dyn_range({}, " + f"{plan.arrays[0]}, chunk={_value(c.chunk)})",
-            lines,
-            keep=True,
-        )
+        wrap = "spmd.dyn_range({}, " + f"{plan.arrays[0]}, chunk={_value(c.chunk)})"
     elif plan.inner is None:
         assert c.carry is not None
-        out.edit(
-            node.iter,
-            "spmd.pipe_range({}, " + f"{plan.arrays[0]}, carry={_value(c.carry)})",
-            lines,
-            keep=True,
-        )
+        wrap = "spmd.pipe_range({}, " + f"{plan.arrays[0]}, carry={_value(c.carry)})"
+    if wrap is not None:
+        out.edit(node.iter, wrap, lines, keep=True)
     else:
-        assert c.carry is not None and c.chunk is not None
+        assert c.carry is not None and c.chunk is not None and plan.inner is not None
         indent = lines[node.lineno - 1][: _char_col(lines, node.lineno, node.col_offset)]
         head = (
             f"{out.prefix[node.lineno - 1]}{indent}for spmd_rows, spmd_cols in spmd.pipe_tiles({ast.unparse(node.iter)}, "
