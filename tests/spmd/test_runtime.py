@@ -109,6 +109,8 @@ def test_transfers_refuse_arrays_that_differ_between_ranks():
     if rt.size > 1:
         with pytest.raises(ValueError, match="ranks hold different arrays"):
             rt.a2a_halo(a, 1)
+        with pytest.raises(ValueError, match="ranks hold different arrays"):
+            rt.roa("sum", np.zeros(rt.rank + 1))
     with pytest.raises(TypeError, match="NumPy array"):
         rt.r2a_part([1, 2, 3])
     b = np.zeros((6, 4))[:, ::2]  # not contiguous

@@ -286,6 +286,7 @@ def reduce_values(
     scalars = [k for k, v in enumerate(values) if not (isinstance(v, np.ndarray) and v.ndim)]
     for k, v in enumerate(values):
         if k not in scalars:
+            _agree(v, f"{ops[k]} reduction", c)
             got = reduce_array(v, ops[k], root=root, comm=c)  # type: ignore[arg-type]
             if got is not None:
                 v[...] = got
