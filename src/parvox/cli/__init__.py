@@ -49,6 +49,7 @@ SUBCOMMANDS: dict[str, str] = {
     "phantom": "parvox.cli.phantom",
     "serve": "parvox.cli.serve",
     "slice": "parvox.cli.slice",
+    "spmd": "parvox.cli.spmd",
     "trace": "parvox.cli.trace",
     "verify": "parvox.cli.verify",
 }
