@@ -30,11 +30,13 @@ __all__ = ["SUBCOMMANDS", "UsageError", "main"]
 SUBCOMMANDS: dict[str, str] = {
     "composite": "parvox.cli.composite",
     "demo": "parvox.cli.demo",
+    "export": "parvox.cli.export",
     "filter": "parvox.cli.filter",
     "info": "parvox.cli.info",
     "ingest": "parvox.cli.ingest",
     "label": "parvox.cli.label",
     "phantom": "parvox.cli.phantom",
+    "pyramid": "parvox.cli.pyramid",
     "serve": "parvox.cli.serve",
     "slice": "parvox.cli.slice",
     "trace": "parvox.cli.trace",

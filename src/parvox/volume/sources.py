@@ -1,4 +1,5 @@
-"""Volume sources read slab by slab for ingest: arrays, ``.npy``, TIFF stacks, NIfTI, Zarr.
+"""Volume sources read slab by slab for ingest: arrays, ``.npy``, TIFF stacks, NIfTI, Zarr,
+OME-Zarr, and a store's own levels.
 
 A source has ``shape`` (z, y, x), ``dtype`` (one of the store's: uint8, uint16, float32),
 ``channels`` (1 or 3), ``spacing`` (z, y, x in mm, or ``None`` when the file does not say) and
@@ -202,7 +203,8 @@ def open_source(
     source: Any, spacing: tuple[float, float, float] | None = None
 ) -> VolumeSource:
     """Open ``source``: an array, a ``.npy`` file, a TIFF file or folder, a NIfTI file
-    (``.nii``, ``.nii.gz``) or a Zarr array (a directory or ``.zarr`` path).
+    (``.nii``, ``.nii.gz``), an OME-Zarr image (:mod:`parvox.volume.omezarr`) or a Zarr array
+    (a directory or ``.zarr`` path).
 
     Raises
     ------
@@ -232,6 +234,10 @@ def open_source(
             arr = arr[None]
         return ArraySource(arr, spacing)
     if path.is_dir():
+        from parvox.volume.omezarr import OmeZarrSource, is_ome_zarr
+
+        if is_ome_zarr(path):
+            return OmeZarrSource(path)
         if name.endswith(".zarr") or (path / "zarr.json").exists() or (path / ".zarray").exists():
             import zarr
 
