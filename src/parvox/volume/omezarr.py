@@ -298,7 +298,7 @@ class OmeZarrSource(_ArrayLevel):
         self.level_sources: dict[int, _ArrayLevel] = {}
         for arr, sc in zip(arrays[1:], scales[1:], strict=True):
             ratio = np.asarray(sc[-3:]) / np.asarray(base)
-            k = int(round(float(np.log2(ratio[0])))) if ratio[0] > 0 else 0
+            k = round(float(np.log2(ratio[0]))) if ratio[0] > 0 else 0
             if k >= 1 and np.allclose(ratio, 2.0**k, rtol=1e-6):
                 f = float(1 << k)
                 self.level_sources[k] = _ArrayLevel(
