@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numba
 import numpy as np
 
 from parvox.comm import get_comm
@@ -90,13 +91,25 @@ def downsample(volume: Any, level: int) -> np.ndarray:
     return _finish(sums / counts, a.dtype)
 
 
+@numba.njit(nogil=True, cache=True)
+def _sum2_kernel(a, out):  # pragma: no cover (compiled)
+    nz, ny, nx, nc = a.shape
+    for z in range(nz):
+        oz = z >> 1
+        for y in range(ny):
+            oy = y >> 1
+            for x in range(nx):
+                ox = x >> 1
+                for c in range(nc):
+                    out[oz, oy, ox, c] += a[z, y, x, c]
+
+
 def _sum2(a: np.ndarray) -> np.ndarray:
-    """Sums of the 2x2x2 blocks of ``a`` ``(z, y, x, c)`` (zero-padded to even sizes), float64."""
-    pad = [(0, n % 2) for n in a.shape[:3]] + [(0, 0)]
-    if any(p for _, p in pad):
-        a = np.pad(a, pad)
-    z, y, x, c = a.shape
-    return a.reshape(z // 2, 2, y // 2, 2, x // 2, 2, c).sum(axis=(1, 3, 5), dtype=np.float64)
+    """Sums of the 2x2x2 blocks of ``a`` ``(z, y, x, c)`` (odd sizes: the last block is
+    partial), float64; one pass of a compiled kernel that releases the GIL."""
+    out = np.zeros(tuple(-(-n // 2) for n in a.shape[:3]) + a.shape[3:], dtype=np.float64)
+    _sum2_kernel(np.ascontiguousarray(a), out)
+    return out
 
 
 def _counts(n: int, level: int, start: int, stop: int) -> np.ndarray:
