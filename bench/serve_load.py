@@ -119,7 +119,7 @@ def engine_rate(store: str, nprocs: int, queries: list[str]) -> float:
     """Slices/s of the engine alone on ``queries`` at ``nprocs`` ranks."""
     import subprocess
 
-    from parvox.comm import launch_command
+    from parvox.launch import launch_command
 
     work = Path(tempfile.mkdtemp(prefix="parvox-engine-"))
     (work / "q.json").write_text(json.dumps(queries))

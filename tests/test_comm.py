@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from parvox.comm import in_mpi_job, launch_command
+from parvox.launch import in_mpi_job, launch_command
 from parvox.testing import mpi_test
 
 

@@ -131,7 +131,7 @@ def _syspath_for(module: str) -> str:
 
 def run_bodies(module: str, bodies: Sequence[_Body], nprocs: int) -> dict[str, tuple[bool, str]]:
     """Run ``bodies`` of ``module`` under ``mpiexec -n nprocs``; map each name to a verdict."""
-    from parvox.comm import launch_command
+    from parvox.launch import launch_command
 
     results: dict[str, tuple[bool, str]] = {}
     pending = list(bodies)
@@ -213,7 +213,7 @@ def _main(argv: Sequence[str] | None = None) -> None:
 
     from mpi4py import MPI
 
-    from parvox.comm import _abort
+    from parvox.comm import abort
 
     comm = MPI.COMM_WORLD
     rank = comm.Get_rank()
@@ -231,7 +231,7 @@ def _main(argv: Sequence[str] | None = None) -> None:
             text = traceback.format_exc()
             sys.stdout.write(f"parvox-test: rank {rank} failed in {name}:\n{text}")
             sys.stdout.flush()
-            _abort(1)
+            abort(1)
         faulthandler.cancel_dump_traceback_later()
         comm.Barrier()
         with open(args.passed, "a") as fh:  # one short O_APPEND write per rank: atomic

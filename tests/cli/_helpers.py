@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from parvox.comm import MPI_JOB_ENV, find_mpiexec
+from parvox.launch import MPI_JOB_ENV, find_mpiexec
 
 #: Seconds one launch may take before the test fails (ranks are oversubscribed on a loaded box).
 LAUNCH_TIMEOUT = 120

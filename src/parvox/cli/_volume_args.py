@@ -57,12 +57,12 @@ def int_list(text: str, flag: str, count: int | None = None) -> list[int]:
 
 def job_ranks(args: object) -> int:
     """The rank count the command will run at: ``-n``, the MPI job's size, or 1."""
-    from parvox import comm
+    from parvox import comm, launch
 
     nprocs = getattr(args, "nprocs", None)
     if nprocs is not None:
         return int(nprocs)
-    return comm.size() if comm.in_mpi_job() else 1
+    return comm.size() if launch.in_mpi_job() else 1
 
 
 def store_disks(store: str) -> int:
