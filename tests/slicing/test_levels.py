@@ -42,9 +42,9 @@ def test_level_slices_equal_map_coordinates_on_the_level():
 
     from mpi4py import MPI
 
-    from parvox.slicing import SliceEngine
+    from parvox.slicing import SliceEngine, reference_slice
     from parvox.slicing.levels import reference_level_slice
-    from parvox.volume import VolumeStore, ingest
+    from parvox.volume import ingest
 
     comm = MPI.COMM_WORLD
     root = Path(comm.bcast(tempfile.mkdtemp() if comm.Get_rank() == 0 else None))
@@ -52,18 +52,41 @@ def test_level_slices_equal_map_coordinates_on_the_level():
     vol = rng.integers(0, 256, (45, 53, 61, 3)).astype(np.uint8)
     path = ingest(vol, root / "s", ndisks=5, extent=(5, 7, 6), levels=3, codec="zstd",
                   spacing=(1.5, 1.0, 1.0), progress=False)
-    for k in range(4):
-        with SliceEngine(VolumeStore(path, level=k, disks=())) as eng:
+    with SliceEngine(path, threads=2) as eng:
+        for k in range(4):
             for t in range(3):
                 plane = Plane.from_normal(
                     center=rng.uniform(0, (45, 53, 61)), normal=rng.normal(size=3),
                     size=tuple(int(s) for s in rng.integers(9, 30, 2)),
-                    step=float(rng.uniform(0.7, 3.0)) * 2**k, zoom=1 + t % 2,
+                    step=float(rng.uniform(1.0, 1.9)) * 2**k, zoom=1 + t % 2,
                     spacing=(1.5, 1.0, 1.0))
-                got = eng.extract(plane_at_level(plane, k), raw=True)
+                # auto picks level k for these steps; asking for it gives the same
+                auto = eng.extract(plane, raw=True)
+                assert eng.stats.level == k
+                got = eng.extract(plane, raw=True, level=k)
                 if comm.Get_rank() == 0:
                     ref = reference_level_slice(vol, plane, k)
                     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-3)
+                    np.testing.assert_array_equal(auto, got)
+        # level 0 of a coarse plane: the full-resolution reference
+        plane = Plane.from_normal(center=(22, 26, 30), normal=(1, 1, 1), size=(11, 13),
+                                  step=4.0, spacing=(1.5, 1.0, 1.0))
+        got = eng.extract(plane, raw=True, level=0)
+        if comm.Get_rank() == 0:
+            np.testing.assert_allclose(got, reference_slice(vol, plane), rtol=1e-5, atol=1e-3)
+        with pytest.raises(ValueError, match=r"level must be 'auto' or in \[0, 3\]"):
+            eng.extract(plane, level=4)
+        with pytest.raises(ValueError, match="level must be 'auto' or an integer"):
+            eng.extract(plane, level="coarse")
+    # a store without levels: auto reads level 0 whatever the step
+    flat = ingest(vol[:20, :20, :20], root / "f", extent=(8, 8, 8), progress=False)
+    with SliceEngine(flat) as eng:
+        plane = Plane.from_normal(center=(9, 9, 9), normal=(0, 1, 1), size=(7, 7), step=6.0)
+        got = eng.extract(plane, raw=True)
+        assert eng.stats.level == 0
+        if comm.Get_rank() == 0:
+            np.testing.assert_allclose(got, reference_slice(vol[:20, :20, :20], plane),
+                                       rtol=1e-5, atol=1e-3)
     comm.Barrier()
     if comm.Get_rank() == 0:
         shutil.rmtree(root)
