@@ -231,6 +231,11 @@ class SliceSource:
                 self._levels[level] = src
         return src
 
+    def readers(self) -> list[ExtentReader]:
+        """The extent readers of every level opened so far, this one's first."""
+        with self._levels_lock:
+            return [self.reader] + [src.reader for src in self._levels.values()]
+
     def plane(self, **kwargs: Any) -> Plane:
         """A :class:`Plane` with this volume's spacing (``normal=`` selects the normal form)."""
         kwargs.setdefault("spacing", self.meta.spacing)
