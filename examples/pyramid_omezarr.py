@@ -12,7 +12,7 @@ import numpy as np
 from mpi4py import MPI
 
 from parvox.slicing import Plane, SliceEngine
-from parvox.slicing.levels import auto_level, plane_at_level, reference_level_slice
+from parvox.slicing.levels import reference_level_slice
 from parvox.volume import Phantom, VolumeStore, ingest
 from parvox.volume.omezarr import export_ome_zarr
 
@@ -27,9 +27,9 @@ top = VolumeStore(store).manifest
 
 # a 64x64 slice with 4 mm pixels covers the whole body: level "auto" reads level 2
 plane = Plane.from_normal(center=(45, 60, 75), normal=(1, 1, 0), size=(64, 64), step=4.0)
-level = auto_level(top.spacing, plane.step, top.nlevels)
-with SliceEngine(VolumeStore(store, level=level, disks=())) as engine:
-    img = engine.extract(plane_at_level(plane, level))
+with SliceEngine(store) as engine:
+    img = engine.extract(plane)  # level="auto"
+    level = engine.stats.level
     extents = comm.reduce(engine.stats.extents, root=0)
 
 out = export_ome_zarr(store, root / "phantom.ome.zarr", overwrite=True, progress=False)
