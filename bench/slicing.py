@@ -157,32 +157,24 @@ def pyramid_table(store: Path, shape, nslices: int) -> list[dict]:
     from parvox.volume import VolumeStore
 
     top = VolumeStore(store).manifest
-    engines = {}
+    layouts = {k: top.at_level(k).layout for k in range(top.nlevels)}
     rows = []
     diag = np.asarray(shape, dtype=float) - 1
-    try:
+    with SliceEngine(store, comm=MPI.COMM_SELF, cache_bytes=0) as eng:
         for step in STEPS:
             ps = [Plane.from_normal(center=t * diag, normal=diag, size=SIZE, step=float(step))
                   for t in np.linspace(0.3, 0.7, nslices)]
             row: dict = {"step": step, "level": auto_level(top.spacing, step, top.nlevels)}
             for name, level in (("level0", 0), ("pyramid", row["level"])):
-                if level not in engines:
-                    engines[level] = SliceEngine(VolumeStore(store, level=level, disks=()),
-                                                 comm=MPI.COMM_SELF, cache_bytes=0)
-                eng = engines[level]
-                lps = [plane_at_level(p, level) for p in ps]
-                row[f"{name}_extents"] = float(np.mean([len(cut_extents(p, eng.layout))
-                                                        for p in lps]))
-                for p in lps:  # page cache warm, kernels compiled
-                    eng.extract(p)
+                row[f"{name}_extents"] = float(np.mean(
+                    [len(cut_extents(plane_at_level(p, level), layouts[level])) for p in ps]))
+                for p in ps:  # page cache warm, kernels compiled
+                    eng.extract(p, level=level)
                 t0 = time.perf_counter()
-                for p in lps:
-                    eng.extract(p)
-                row[f"{name}_ms"] = 1000 * (time.perf_counter() - t0) / len(lps)
+                for p in ps:
+                    eng.extract(p, level=level)
+                row[f"{name}_ms"] = 1000 * (time.perf_counter() - t0) / len(ps)
             rows.append(row)
-    finally:
-        for eng in engines.values():
-            eng.close()
     return rows
 
 
