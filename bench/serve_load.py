@@ -130,11 +130,12 @@ def engine_rate(store: str, nprocs: int, queries: list[str]) -> float:
     return r["slices"] / r["seconds"]
 
 
-def start_server(store: str, nprocs: int):
+def start_server(store: str, nprocs: int, extra: list[str] | None = None):
     sys.path.insert(0, str(ROOT))
     from tests.server._helpers import Server
 
-    return Server(store, nprocs, logdir=tempfile.mkdtemp(prefix="parvox-load-")).wait_ready()
+    return Server(store, nprocs, *(extra or []),
+                  logdir=tempfile.mkdtemp(prefix="parvox-load-")).wait_ready()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -151,6 +152,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="each client steps along the main diagonal (warm cache) instead of "
                          "random oblique planes")
     ap.add_argument("--quick", action="store_true", help="small store, 5 s")
+    ap.add_argument("--serve-args", default="",
+                    help="extra options of the server started here, e.g. "
+                         "'--config map.json --png-level 6'")
     ap.add_argument("--engine-slices", type=int, default=200,
                     help="planes (of those requested) the engine-only run extracts")
     ap.add_argument("--engine-worker", action="store_true", help=argparse.SUPPRESS)
@@ -171,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
 
             store = str(make_store_in_subprocess(Path(tempfile.mkdtemp()) / "store"))
             args.store = store
-        server = start_server(store, args.n)
+        server = start_server(store, args.n, args.serve_args.split())
         args.url = server.url
     try:
         t0 = time.perf_counter()
