@@ -70,7 +70,7 @@ def test_viewer_streams_new_slices_and_follows_the_slider(tmp_path):
 
             # the readout and the stats panel are live; the HUD names the pyramid level
             assert page.locator("#r-center").inner_text().strip()
-            assert page.locator("#hud-lat").inner_text().endswith("level 0")
+            assert page.locator("#hud-lat").inner_text().endswith("pyramid level 0")
             assert page.evaluate("document.getElementById('slice').dataset.level") == "0"
             page.wait_for_function(
                 "document.getElementById('s-served').textContent.trim() !== '\u2013'", timeout=30_000)

@@ -105,7 +105,7 @@
         if (old.startsWith("blob:")) setTimeout(() => URL.revokeObjectURL(old), 2000);
         $("error").hidden = true;
         $("hud-lat").textContent = `${lastLatency.toFixed(0)} ms · ${(blob.size / 1024).toFixed(0)} KiB · ${format.toUpperCase()}` +
-          (level === null ? "" : ` · level ${level}`);
+          (level === null ? "" : ` · pyramid level ${level}`);
         $("slice").dataset.level = level === null ? "" : level;
       })
       .catch((e) => {
