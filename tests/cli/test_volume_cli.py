@@ -180,6 +180,7 @@ def test_levels_codec_pyramid_export(tmp_path, capsys):
         (["phantom", tmp_path / "q", "--shape", "4,4,4", "--codec", "lz4"], "--codec"),
         (["phantom", tmp_path / "q.npy", "--shape", "4,4,4", "--levels", "1"], "--levels"),
         (["ingest", omz, tmp_path / "c", "--disks", "1", "--levels", "-2"], "--levels"),
+        (["ingest", omz, tmp_path / "c", "--disks", "1", "--levels", "7"], "--levels"),
     ]:
         err = _usage_error(argv, capsys)
         assert flag in err and err.count("\n") == 1, (argv, err)

@@ -57,7 +57,15 @@ def validate(args: argparse.Namespace) -> None:
     if os.path.exists(args.store) and not args.overwrite:
         raise UsageError("STORE", f"{args.store} exists (use --overwrite to replace it)")
     check_disk_map(args.map, args.disks, args)
-    check_store_options(args, None)
+    shape = None
+    if args.levels > 0:  # the source's shape bounds --levels (its header only)
+        from parvox.volume import open_source
+
+        try:
+            shape = open_source(args.source).shape
+        except (ValueError, TypeError, OSError) as exc:
+            raise UsageError("SRC", str(exc)) from None
+    check_store_options(args, shape)
 
 
 def run(args: argparse.Namespace) -> int:
