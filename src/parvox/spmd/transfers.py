@@ -287,7 +287,7 @@ def reduce_values(
     for k, v in enumerate(values):
         if k not in scalars:
             _agree(v, f"{ops[k]} reduction", c)
-            got = reduce_array(v, ops[k], root=root, comm=c)  # type: ignore[arg-type]
+            got = reduce_array(v, ops[k], root=root, comm=c)
             if got is not None:
                 v[...] = got
     if scalars:
