@@ -7,14 +7,18 @@ Usage::
     python bench/serve_load.py --quick                               # small store, 2 ranks, 5 s
     python bench/serve_load.py --url ... --clients 1 --browse --size 512   # the seed's browsing
 
-Prints a table (requests, requests/s, latency p50/p99, MB/s, busy answers, errors) and, as the
-last line, ``errors: K`` (``errors: 0`` when every request got its slice).
+Prints a table (requests, requests/s, latency p50/p99, MB/s, busy answers, errors), then the
+engine-only rate of the same planes (``parvox.slicing.SliceEngine`` at the same rank count,
+one slice after the other, no HTTP and no encoding; needs ``--store``), the line
+``ratio: server/engine slices per s = X`` and, last, ``errors: K`` (``errors: 0`` when every
+request got its slice).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
 import tempfile
 import time
@@ -45,7 +49,7 @@ def browse_query(k: int, shape: list[int], size: int, fmt: str) -> str:
 
 
 async def client(url: str, shape: list[int], size: int, fmt: str, seed: int, until: float,
-                 out: list[tuple[float, int, int]], browse: bool = False) -> None:
+                 out: list[tuple[float, int, int, str]], browse: bool = False) -> None:
     rng = np.random.default_rng(seed)
     k = seed * 1000
     async with httpx.AsyncClient(base_url=url, timeout=120) as http:
@@ -55,15 +59,15 @@ async def client(url: str, shape: list[int], size: int, fmt: str, seed: int, unt
             q = browse_query(k, shape, size, fmt) if browse else random_query(rng, shape, size, fmt)
             try:
                 r = await http.get("/api/slice?" + q)
-                out.append((time.perf_counter() - t0, r.status_code, len(r.content)))
+                out.append((time.perf_counter() - t0, r.status_code, len(r.content), q))
             except httpx.HTTPError:
-                out.append((time.perf_counter() - t0, -1, 0))
+                out.append((time.perf_counter() - t0, -1, 0, q))
 
 
 async def load(url: str, clients: int, seconds: float, size: int, fmt: str,
                browse: bool = False) -> list:
     info = httpx.get(url + "/api/info", timeout=60).json()
-    out: list[tuple[float, int, int]] = []
+    out: list[tuple[float, int, int, str]] = []
     until = time.perf_counter() + seconds
     tasks = [client(url, info["shape"], size, fmt, k, until, out, browse) for k in range(clients)]
 
@@ -80,17 +84,65 @@ async def load(url: str, clients: int, seconds: float, size: int, fmt: str,
     return out
 
 
-def start_server(store: str, nprocs: int):
+def query_plane(q: str, spacing):
+    """The :class:`~parvox.slicing.Plane` of a slice query (center, normal, size)."""
+    from parvox.slicing import Plane
+
+    kv = dict(part.split("=", 1) for part in q.split("&"))
+    vec = [tuple(float(x) for x in kv[k].split(",")) for k in ("center", "normal", "size")]
+    size = (int(vec[2][0]), int(vec[2][1]))
+    return Plane.from_normal(vec[0], vec[1], size, spacing=spacing)
+
+
+def engine_worker(store: str, queries: str, result: str) -> None:
+    """Under mpiexec: extract the queries' planes one after the other; rank 0 writes the rate."""
+    from mpi4py import MPI
+
+    from parvox.slicing import SliceEngine
+
+    comm = MPI.COMM_WORLD
+    qs = json.loads(Path(queries).read_text())
+    with SliceEngine(store) as eng:
+        ps = [query_plane(q, eng.store.meta.spacing) for q in qs]
+        eng.extract(ps[0])  # compiled kernels, threads
+        comm.Barrier()
+        t0 = time.perf_counter()
+        for p in ps:
+            eng.extract(p)
+        comm.Barrier()
+        dt = time.perf_counter() - t0
+    if comm.Get_rank() == 0:
+        Path(result).write_text(json.dumps({"slices": len(ps), "seconds": dt}))
+
+
+def engine_rate(store: str, nprocs: int, queries: list[str]) -> float:
+    """Slices/s of the engine alone on ``queries`` at ``nprocs`` ranks."""
+    import subprocess
+
+    from parvox.launch import launch_command
+
+    work = Path(tempfile.mkdtemp(prefix="parvox-engine-"))
+    (work / "q.json").write_text(json.dumps(queries))
+    argv = [str(Path(__file__).resolve()), "--engine-worker", "--store", store,
+            "--queries", str(work / "q.json"), "--result", str(work / "r.json")]
+    subprocess.run(launch_command(nprocs, argv), check=True)
+    r = json.loads((work / "r.json").read_text())
+    return r["slices"] / r["seconds"]
+
+
+def start_server(store: str, nprocs: int, extra: list[str] | None = None):
     sys.path.insert(0, str(ROOT))
     from tests.server._helpers import Server
 
-    return Server(store, nprocs, logdir=tempfile.mkdtemp(prefix="parvox-load-")).wait_ready()
+    return Server(store, nprocs, *(extra or []),
+                  logdir=tempfile.mkdtemp(prefix="parvox-load-")).wait_ready()
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--url", help="a running server (default: start one on --store)")
-    ap.add_argument("--store", help="store to serve when no --url is given")
+    ap.add_argument("--store", help="the store: served when no --url is given; the engine-only "
+                    "run reads it")
     ap.add_argument("-n", type=int, default=2, help="ranks of the server started here")
     ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--seconds", type=float, default=10.0)
@@ -100,7 +152,18 @@ def main(argv: list[str] | None = None) -> int:
                     help="each client steps along the main diagonal (warm cache) instead of "
                          "random oblique planes")
     ap.add_argument("--quick", action="store_true", help="small store, 5 s")
+    ap.add_argument("--serve-args", default="",
+                    help="extra options of the server started here, e.g. "
+                         "'--config map.json --png-level 6'")
+    ap.add_argument("--engine-slices", type=int, default=200,
+                    help="planes (of those requested) the engine-only run extracts")
+    ap.add_argument("--engine-worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--queries", help=argparse.SUPPRESS)
+    ap.add_argument("--result", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.engine_worker:
+        engine_worker(args.store, args.queries, args.result)
+        return 0
     server = None
     if args.quick:
         args.seconds = min(args.seconds, 5.0)
@@ -111,7 +174,8 @@ def main(argv: list[str] | None = None) -> int:
             from tests.server._helpers import make_store_in_subprocess
 
             store = str(make_store_in_subprocess(Path(tempfile.mkdtemp()) / "store"))
-        server = start_server(store, args.n)
+            args.store = store
+        server = start_server(store, args.n, args.serve_args.split())
         args.url = server.url
     try:
         t0 = time.perf_counter()
@@ -137,6 +201,16 @@ def main(argv: list[str] | None = None) -> int:
     hit = stats.get("cache_hit_rate") or 0.0
     print(f"{len(out):>10} {ok.sum() / wall:>8.1f} {p50:>8.1f} {p99:>8.1f} "
           f"{nbytes / wall / 1e6:>8.2f} {busy:>6} {errors:>7} {hit:>9.3f}")
+    served = ok.sum() / wall
+    if args.store is not None and ok.any():
+        queries = [o[3] for o in out if o[1] == 200][: args.engine_slices]
+        rate = engine_rate(args.store, len(stats["ranks"]), queries)
+        print(f"engine only, the same {len(queries)} planes at {len(stats['ranks'])} ranks, "
+              f"one at a time: {rate:.1f} slices/s")
+        print(f"ratio: server/engine slices per s = {served / rate:.3f}")
+    else:
+        print("engine only: not measured (give --store)")
+        print("ratio: server/engine slices per s = nan")
     print(f"errors: {errors}")
     return 0 if errors == 0 else 1
 

@@ -15,7 +15,11 @@ The volume is the RGB phantom (``parvox.volume.Phantom``), at least 2 GiB (``--q
 the chunks of each plane's bounding box and resamples with
 ``scipy.ndimage.map_coordinates(order=1)``. The raw cold read bandwidth of the store's files is
 measured before and after each parvox run, two ways: large sequential reads, and a plain read of
-the very slots the slices need (no checksum, no extraction). Prints a table, saves
+the very slots the slices need (no checksum, no extraction). Then, at 1 rank and
+zoom 1, the cold and warm cases on the same phantom stored with each codec (``none``, ``zstd``,
+``blosc2``: slices/s and bytes read from the files per slice), and the pyramid table: extents
+read per slice at sample steps 1, 2, 4 and 8 mm reading level 0 only or the level
+``level="auto"`` picks (with page-cache times). Prints the tables, saves
 ``bench/results/slicing.{json,png}`` and ends with ``ratio: parvox/zarr+scipy = X`` (time per
 slice, warm, zoom 1, 1 rank).
 
@@ -111,6 +115,67 @@ def build(workdir: Path, shape: tuple[int, int, int], ndisks: int) -> tuple[Path
             arr[z0:z1] = src.read_slab(z0, z1)
         done.touch()
     return store, zpath
+
+
+def build_codec_store(workdir: Path, shape: tuple[int, int, int], ndisks: int,
+                      codec: str) -> Path:
+    """Create (once) the phantom's store with compressed extents."""
+    from parvox.volume import Phantom, VolumeStore, ingest
+
+    store = workdir / f"store-{codec}"
+    try:
+        ok = VolumeStore(store).meta.shape == shape
+    except Exception:
+        ok = False
+    if not ok:
+        print(f"building the {codec} store {store} ...")
+        ingest(Phantom(shape, rgb=True), store, ndisks=ndisks, codec=codec, overwrite=True)
+    return store
+
+
+def ensure_pyramid(store: Path, levels: int) -> None:
+    """Give the parvox store pyramid levels 1..``levels`` (once)."""
+    from parvox.volume import VolumeStore
+    from parvox.volume.pyramid import build_pyramid
+
+    if VolumeStore(store).manifest.nlevels < levels + 1:
+        print(f"building pyramid levels 1..{levels} of {store} ...")
+        build_pyramid(store, levels)
+
+
+#: sample steps (mm, voxels of the phantom) of the pyramid table
+STEPS = (1, 2, 4, 8)
+
+
+def pyramid_table(store: Path, shape, nslices: int) -> list[dict]:
+    """Extents read per 512x512 slice (and page-cache time, 1 rank) at each step of
+    :data:`STEPS`, reading level 0 only or the level ``level="auto"`` picks."""
+    from mpi4py import MPI
+
+    from parvox.slicing import Plane, SliceEngine, cut_extents
+    from parvox.slicing.levels import auto_level, plane_at_level
+    from parvox.volume import VolumeStore
+
+    top = VolumeStore(store).manifest
+    layouts = {k: top.at_level(k).layout for k in range(top.nlevels)}
+    rows = []
+    diag = np.asarray(shape, dtype=float) - 1
+    with SliceEngine(store, comm=MPI.COMM_SELF, cache_bytes=0) as eng:
+        for step in STEPS:
+            ps = [Plane.from_normal(center=t * diag, normal=diag, size=SIZE, step=float(step))
+                  for t in np.linspace(0.3, 0.7, nslices)]
+            row: dict = {"step": step, "level": auto_level(top.spacing, step, top.nlevels)}
+            for name, level in (("level0", 0), ("pyramid", row["level"])):
+                row[f"{name}_extents"] = float(np.mean(
+                    [len(cut_extents(plane_at_level(p, level), layouts[level])) for p in ps]))
+                for p in ps:  # page cache warm, kernels compiled
+                    eng.extract(p, level=level)
+                t0 = time.perf_counter()
+                for p in ps:
+                    eng.extract(p, level=level)
+                row[f"{name}_ms"] = 1000 * (time.perf_counter() - t0) / len(ps)
+            rows.append(row)
+    return rows
 
 
 def drop_files(paths: list[str]) -> None:
@@ -253,13 +318,15 @@ def worker(args: argparse.Namespace) -> None:
     rank = comm.Get_rank()
     shape = tuple(args.shape)
     out = []
+    zooms = [int(z) for z in args.zooms.split(",")]
+    cases = {c: CASES[c] for c in args.cases.split(",")}
     with SliceEngine(args.store, threads=args.threads,
                      compute_threads=args.compute_threads) as eng:
         slot = eng.store.meta.slot_bytes
-        for zoom in (1, 2):  # load the compiled kernels and start the threads, untimed
+        for zoom in zooms:  # load the compiled kernels and start the threads, untimed
             eng.extract(planes(shape, 1, zoom)[0])
-        for zoom in (1, 2):
-            for cache, (series, drop, lru) in CASES.items():
+        for zoom in zooms:
+            for cache, (series, drop, lru) in cases.items():
                 ps = series(shape, args.nslices, zoom)
                 reader = eng.reader
                 reader.clear()
@@ -291,28 +358,31 @@ def worker(args: argparse.Namespace) -> None:
                         "extents_per_slice": ext / len(ps),
                         "MB_per_s": ext / len(ps) * slot / dt / 1e6,
                         "file_MB_per_s": read / len(ps) / dt / 1e6,
-                        "cpu_s_per_slice": cpu,
+                        "file_bytes_per_slice": read / len(ps),
+                        "cpu_s_per_slice": cpu, "codec": eng.store.meta.codec,
                     })  # fmt: skip
     if rank == 0:
         Path(args.result).write_text(json.dumps(out))
 
 
 def run_parvox(store: Path, shape, nslices: int, ranks: int, threads: int, cache_mib: int,
-               workdir: Path, compute_threads: int = 1) -> list:
+               workdir: Path, compute_threads: int = 1, cases: str = "cold,page,warm",
+               zooms: str = "1,2") -> list:
     from parvox.launch import launch_command
 
     result = workdir / f"parvox-{ranks}.json"
     argv = [str(Path(__file__).resolve()), "--worker", "--store", str(store), "--shape",
             *map(str, shape), "--nslices", str(nslices), "--threads", str(threads),
             "--cache-mib", str(cache_mib), "--result", str(result),
-            "--compute-threads", str(compute_threads)]
-    print(f"parvox at {ranks} rank(s) ...")
+            "--compute-threads", str(compute_threads), "--cases", cases, "--zooms", zooms]
+    print(f"parvox at {ranks} rank(s) on {store.name} ...")
     subprocess.run(launch_command(ranks, argv), check=True)
     return json.loads(result.read_text())
 
 
 # -- report ----------------------------------------------------------------------------------
-def report(results: list, raws: list[dict[str, float]], outdir: Path, machine: str) -> None:
+def report(results: list, raws: list[dict[str, float]], outdir: Path, machine: str,
+           codecs: list | None = None, pyramid: list | None = None) -> None:
     head = (f"{'system':<11} {'ranks':>5} {'zoom':>4} {'cache':>5} {'slices/s':>9} "
             f"{'ms/slice':>9} {'cpu ms':>7} {'extents':>8} {'MB/s':>8} {'file MB/s':>9}")
     seq = [r["seq"] for r in raws]
@@ -333,7 +403,8 @@ def report(results: list, raws: list[dict[str, float]], outdir: Path, machine: s
               f"{r['MB_per_s']:>8.0f} {fmb:>9}")
     outdir.mkdir(parents=True, exist_ok=True)
     (outdir / "slicing.json").write_text(json.dumps(
-        {"machine": machine, "raw_MB_per_s": raws, "results": results}, indent=1))
+        {"machine": machine, "raw_MB_per_s": raws, "results": results, "codecs": codecs,
+         "pyramid": pyramid}, indent=1))
     try:
         import matplotlib
 
@@ -351,6 +422,24 @@ def report(results: list, raws: list[dict[str, float]], outdir: Path, machine: s
         fig.savefig(outdir / "slicing.png", dpi=120)
     except ImportError:
         pass
+    if codecs:
+        print("\ncodecs (1 rank, zoom 1): slices/s and bytes read from the files per slice")
+        print(f"{'codec':<7} {'store MB':>9} {'cold/s':>7} {'cold MB/slice':>14} "
+              f"{'warm/s':>7} {'warm MB/slice':>14}")
+        for c in codecs:
+            print(f"{c['codec']:<7} {c['store_bytes'] / 1e6:>9.0f} {c['cold']['slices_per_s']:>7.2f} "
+                  f"{c['cold']['file_bytes_per_slice'] / 1e6:>14.2f} "
+                  f"{c['warm']['slices_per_s']:>7.2f} {c['warm']['file_bytes_per_slice'] / 1e6:>14.2f}")
+    if pyramid:
+        print("\npyramid: extents read per 512x512 slice orthogonal to the diagonal "
+              "(ms: page cache, 1 rank)")
+        print(f"{'step':>4} {'level':>5} {'level 0':>8} {'ms':>7} {'pyramid':>8} {'ms':>7} "
+              f"{'vs step 1':>9}")
+        first = pyramid[0]["pyramid_extents"]
+        for r in pyramid:
+            print(f"{r['step']:>4} {r['level']:>5} {r['level0_extents']:>8.0f} "
+                  f"{r['level0_ms']:>7.1f} {r['pyramid_extents']:>8.0f} {r['pyramid_ms']:>7.1f} "
+                  f"{r['pyramid_extents'] / first:>9.2f}")
     px = next(r for r in results if r["system"] == "parvox" and r["ranks"] == 1
               and r["zoom"] == 1 and r["cache"] == "warm")
     peer = next(r for r in results if r["system"] == "zarr+scipy" and r["zoom"] == 1
@@ -381,6 +470,8 @@ def main() -> None:
     ap.add_argument("--store", help=argparse.SUPPRESS)
     ap.add_argument("--shape", type=int, nargs=3, help=argparse.SUPPRESS)
     ap.add_argument("--result", help=argparse.SUPPRESS)
+    ap.add_argument("--cases", default="cold,page,warm", help=argparse.SUPPRESS)
+    ap.add_argument("--zooms", default="1,2", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         worker(args)
@@ -413,10 +504,22 @@ def main() -> None:
                 row[f"raw_{kind}_MB_per_s"] = (raws[-2][kind] + raws[-1][kind]) / 2
         results += run
     run_peer(zpath, shape, 2 if args.quick else 3, results, store)
+    codecs = []
+    for codec in ("none", "zstd", "blosc2"):
+        cstore = store if codec == "none" else build_codec_store(workdir, shape, args.disks,
+                                                                 codec)
+        rows = run_parvox(cstore, shape, nslices, 1, args.threads, args.cache_mib, workdir,
+                          args.compute_threads, cases="cold,warm", zooms="1")
+        from parvox.volume import VolumeStore as _Store
+
+        codecs.append({"codec": codec, "store_bytes": _Store(cstore).size_on_disk(),
+                       **{r["cache"]: r for r in rows}})
+    ensure_pyramid(store, 3)
+    pyramid = pyramid_table(store, shape, nslices)
     load = os.getloadavg()[0]
     machine = (f"{platform.machine()}, {os.cpu_count()} cores, load {load:.1f}, "
                f"Python {platform.python_version()}")
-    report(results, raws, HERE / "results", machine)
+    report(results, raws, HERE / "results", machine, codecs, pyramid)
 
 
 if __name__ == "__main__":

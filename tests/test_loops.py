@@ -1,4 +1,4 @@
-"""Static (dopar) and dynamic (dodyn) loop scheduling at 1-4 ranks."""
+"""Loop scheduling at 1-4 ranks: static (dopar), dynamic (dodyn) and pipelined (pipe)."""
 
 from __future__ import annotations
 
@@ -63,3 +63,119 @@ def test_dodyn_returns_every_result_in_order_with_and_without_root_working():
     assert dodyn(10, _uneven, chunk=3, bcast=True) == expect[:10]
     with pytest.raises(ValueError, match="chunk"):
         dodyn(3, _uneven, chunk=0)
+
+
+@mpi_test(timeout=60)
+def test_dopar_with_rows_gives_each_iteration_to_the_owner_of_its_row():
+    from mpi4py import MPI
+
+    from parvox.decomposition import split_owner
+    from parvox.loops import dopar
+
+    comm = MPI.COMM_WORLD
+    size, rank = comm.Get_size(), comm.Get_rank()
+    cases = [(0, 10, 1, 10), (1, 9, 1, 10), (2, 37, 3, 37), (36, -1, -1, 37), (9, 0, -4, 11)]
+    cases += [(0, 3, 1, 3), (0, 1, 1, 1), (0, 0, 1, 5), (-2, 14, 1, 12)]  # tiny, empty, overhanging
+    for start, stop, step, rows in cases:
+        mine = list(dopar(start, stop, step, rows=rows))
+        assert all(split_owner(rows, size, i) == rank for i in mine)
+        every = sorted(i for part in comm.allgather(mine) for i in part)
+        assert every == sorted(i for i in range(start, stop, step) if 0 <= i < rows)
+        if step < 0:
+            assert mine == sorted(mine, reverse=True)  # loop order is kept
+    with pytest.raises(ValueError, match="step"):
+        dopar(0, 5, 0)
+    with pytest.raises(ValueError, match="rows"):
+        dopar(0, 5, rows=-1)
+
+
+def _row_cost(i):
+    time.sleep(0.001 * (i % 4))
+
+
+@mpi_test(timeout=90)
+def test_dodyn_range_collects_every_computed_row_on_the_root():
+    import numpy as np
+    from mpi4py import MPI
+
+    from parvox.loops import dodyn_range
+
+    comm = MPI.COMM_WORLD
+    for iterations, chunk in [(range(23), 1), (range(2, 37, 3), 4), (range(30, 0, -7), 100)]:
+        for root_works in (True, False):
+            image = np.zeros((40, 3))
+            seen = []
+            for i in dodyn_range(iterations, image, chunk=chunk, root_works=root_works):
+                _row_cost(i)
+                image[i] = (i, i * i, -i)
+                seen.append(i)
+            everyone = sorted(i for part in comm.allgather(seen) for i in part)
+            assert everyone == sorted(iterations)  # each iteration ran exactly once
+            if comm.Get_rank() == 0:
+                want = np.zeros((40, 3))
+                for i in iterations:
+                    want[i] = (i, i * i, -i)
+                assert np.array_equal(image, want)
+    with pytest.raises(ValueError, match="chunk"):
+        list(dodyn_range(range(3), np.zeros(3), chunk=0))
+
+
+@mpi_test(timeout=90)
+def test_pipe_runs_a_carried_dependence_like_the_serial_loop():
+    import numpy as np
+    from mpi4py import MPI
+
+    from parvox.decomposition import split_extent
+    from parvox.loops import pipe
+
+    comm = MPI.COMM_WORLD
+    size, rank = comm.Get_size(), comm.Get_rank()
+    for n in (1, 2, 5, 37):  # fewer rows than ranks leaves parts empty: they pass rows on
+        for carry in (1, 2, 3):
+            x = np.arange(n * 2, dtype=np.float64).reshape(n, 2) % 7 + 1
+            want = x.copy()
+            for i in range(carry, n):
+                want[i] = 0.5 * want[i - 1] + 0.25 * want[i - carry] + want[i]
+            got = x.copy()
+            for i in pipe(got, range(carry, n), carry=carry):
+                got[i] = 0.5 * got[i - 1] + 0.25 * got[i - carry] + got[i]
+            lo, hi = split_extent(n, size, rank)
+            assert np.array_equal(got[lo:hi], want[lo:hi]), (n, carry)
+    with pytest.raises(ValueError, match="carry"):
+        list(pipe(np.zeros(4), range(4), carry=0))
+
+
+@mpi_test(timeout=90)
+def test_pipe_tiles_wavefront_equals_the_serial_loop_nest():
+    import numpy as np
+    from mpi4py import MPI
+
+    from parvox.decomposition import split_extent
+    from parvox.loops import pipe_tiles
+
+    comm = MPI.COMM_WORLD
+    size, rank = comm.Get_size(), comm.Get_rank()
+    rng = np.random.default_rng(4)
+    for n, m in ((3, 5), (29, 17)):
+        src = rng.random((n, m))
+        want = src.copy()
+        for i in range(1, n):
+            for j in range(1, m - 1):
+                want[i, j] += 0.5 * want[i - 1, j - 1] + 0.3 * want[i - 1, j] - 0.2 * want[i, j - 1]
+        for chunk in (1, 4, 100):
+            got = src.copy()
+            tiles = 0
+            for rows, cols in pipe_tiles(got, range(1, n), range(1, m - 1), chunk=chunk):
+                tiles += 1
+                for i in rows:
+                    for j in cols:
+                        got[i, j] += (
+                            0.5 * got[i - 1, j - 1] + 0.3 * got[i - 1, j] - 0.2 * got[i, j - 1]
+                        )
+            lo, hi = split_extent(n, size, rank)
+            assert np.array_equal(got[lo:hi], want[lo:hi]), (n, m, chunk)
+            assert tiles == -(-(m - 2) // chunk)
+    with pytest.raises(ValueError, match="step 1"):
+        list(pipe_tiles(np.zeros((4, 4)), range(4), range(0, 4, 2), chunk=2))
+    with pytest.raises(ValueError, match="two axes"):
+        list(pipe_tiles(np.zeros(4), range(4), range(4), chunk=2))

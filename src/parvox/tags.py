@@ -39,7 +39,9 @@ __all__ = [
     "COLLECTIVES",
     "DODYN",
     "HALO",
+    "LOOPS_PIPE",
     "SOLVER_FACES",
+    "SPMD_ROWS",
     "TagBlock",
     "next_call",
 ]
@@ -83,6 +85,10 @@ BLOCKS_EXCHANGE = TagBlock("blocks.exchange", 64, 3)
 BLOCKS_REDUCE = TagBlock("blocks.reduce", 67, 3)
 #: ``blocks.iexchange`` (asynchronous neighbourhood exchange)
 BLOCKS_IEXCHANGE = TagBlock("blocks.iexchange", 70, 3)
+#: ``loops.pipe``: the rows a pipelined loop passes from rank r to rank r + 1
+LOOPS_PIPE = TagBlock("loops.pipe", 73, 1)
+#: ``spmd.transfers``: the row messages of ``#$spmd`` halo and owner transfers
+SPMD_ROWS = TagBlock("spmd.rows", 74, 1)
 #: ``solvers.FaceExchange`` (split-phase face ghosts): tag ``2 * axis + side`` (up to 24 axes)
 SOLVER_FACES = TagBlock("solvers.faces", 80, 48)
 #: dynamic loop scheduling: a (result, work) pair of tags per call, 4096 calls deep
@@ -92,7 +98,8 @@ COLLECTIVES = TagBlock("collectives", DODYN.base + DODYN.size, 32767 - DODYN.bas
 
 #: the blocks in tag order; :func:`_check_disjoint` runs at import
 BLOCKS: tuple[TagBlock, ...] = (
-    HALO, BLOCKS_EXCHANGE, BLOCKS_REDUCE, BLOCKS_IEXCHANGE, SOLVER_FACES, DODYN,
+    HALO, BLOCKS_EXCHANGE, BLOCKS_REDUCE, BLOCKS_IEXCHANGE, LOOPS_PIPE, SPMD_ROWS,
+    SOLVER_FACES, DODYN,
 )
 
 

@@ -138,6 +138,52 @@ def test_other_bad_input(tmp_path, capsys):
     assert code == 1 and "not a parvox volume store" in out
 
 
+def test_levels_codec_pyramid_export(tmp_path, capsys):
+    import zarr
+
+    from parvox.volume import VolumeStore
+    from parvox.volume.pyramid import downsample
+
+    store = tmp_path / "s"
+    code, out = _run(["phantom", store, "--shape", "33,20,27", "--disks", "2", "--extent",
+                      "5,7,6", "--codec", "zstd", "--levels", "2", "--no-progress"], capsys)
+    assert code == 0
+    vol = VolumeStore(store).read_volume()
+    desc = json.loads(_run(["info", store, "--json"], capsys)[1])
+    assert desc["codec"] == "zstd" and desc["levels"] == [[17, 10, 14], [9, 5, 7]]
+    assert "pyramid      2 levels: 17x10x14, 9x5x7" in _run(["info", store], capsys)[1]
+    code, out = _run(["verify", store], capsys)
+    assert code == 0 and f"all {7 * 3 * 5 + 4 * 2 * 3 + 2 * 1 * 2} extents OK" in out
+    code, out = _run(["pyramid", store, "--levels", "3", "--no-progress"], capsys)
+    assert code == 0 and "3 levels above 33x20x27" in out
+    np.testing.assert_array_equal(VolumeStore(store, level=3).read_volume(), downsample(vol, 3))
+    omz = tmp_path / "s.ome.zarr"
+    code, out = _run(["export", store, omz, "--levels", "1", "--no-progress"], capsys)
+    assert code == 0 and "levels 0..1" in out
+    np.testing.assert_array_equal(zarr.open_array(str(omz / "1"), mode="r")[:], downsample(vol, 1))
+    code, out = _run(["ingest", omz, tmp_path / "b", "--disks", "3", "--levels", "1",
+                      "--codec", "blosc2", "--no-progress"], capsys)
+    assert code == 0 and "codec blosc2, 1 pyramid levels" in out
+    np.testing.assert_array_equal(VolumeStore(tmp_path / "b").read_volume(), vol)
+    # bad input names the argument
+    for argv, flag in [
+        (["pyramid", store, "--levels", "-1"], "--levels"),
+        (["pyramid", store, "--levels", "7"], "--levels"),
+        (["pyramid", tmp_path / "nope", "--levels", "1"], "STORE"),
+        (["pyramid", omz, "--levels", "1"], "STORE"),
+        (["export", store, tmp_path / "x.ome.zarr", "--levels", "4"], "--levels"),
+        (["export", store, omz], "OUT"),
+        (["export", store, tmp_path / "x.npy"], "OUT"),
+        (["phantom", tmp_path / "q", "--shape", "4,4,4", "--levels", "3"], "--levels"),
+        (["phantom", tmp_path / "q", "--shape", "4,4,4", "--codec", "lz4"], "--codec"),
+        (["phantom", tmp_path / "q.npy", "--shape", "4,4,4", "--levels", "1"], "--levels"),
+        (["ingest", omz, tmp_path / "c", "--disks", "1", "--levels", "-2"], "--levels"),
+        (["ingest", omz, tmp_path / "c", "--disks", "1", "--levels", "7"], "--levels"),
+    ]:
+        err = _usage_error(argv, capsys)
+        assert flag in err and err.count("\n") == 1, (argv, err)
+
+
 def test_dash_n_launches_mpiexec(tmp_path):
     from tests.cli._helpers import check_ok, ranks_that_ran, run_parvox
 
@@ -169,6 +215,11 @@ def test_cli_in_parallel():
     assert cli.main(["phantom", store, "--shape", "37,45,53", "--rgb", "--disks", "5",
                      "--extent", "5,7,6", "--no-progress"]) == 0
     assert cli.main(["verify", store]) == 0
+    assert cli.main(["pyramid", store, "--levels", "2", "--no-progress"]) == 0
+    assert cli.main(["export", store, str(root / "o.ome.zarr"), "--no-progress"]) == 0
+    assert cli.main(["ingest", str(root / "o.ome.zarr"), str(root / "b"), "--disks", "3",
+                     "--levels", "2", "--codec", "zstd", "--no-progress"]) == 0
+    assert cli.main(["verify", str(root / "b")]) == 0
     out = str(root / "o.npy")
     assert cli.main(["slice", store, "--center", "18.5,22,26", "--u", "0.3,1,0.2", "--v",
                      "1,0,0.5", "--size", "33,41", "--zoom", "3", "-o", out]) == 0
@@ -177,4 +228,9 @@ def test_cli_in_parallel():
         plane = Plane((18.5, 22, 26), (0.3, 1, 0.2), (1, 0, 0.5), (33, 41), zoom=3)
         ref = reference_slice(phantom((37, 45, 53), rgb=True), plane)
         np.testing.assert_allclose(np.load(out), ref, rtol=1e-5, atol=1e-3)
+        from parvox.volume import VolumeStore
+        from parvox.volume.pyramid import downsample
+
+        lv2 = VolumeStore(root / "b", level=2).read_volume()
+        np.testing.assert_array_equal(lv2, downsample(phantom((37, 45, 53), rgb=True), 2))
         shutil.rmtree(root)

@@ -68,8 +68,10 @@ def test_viewer_streams_new_slices_and_follows_the_slider(tmp_path):
             assert state[0] == state[1]
             assert _shown_bytes(page) not in (first, moved)
 
-            # the readout and the stats panel are live
+            # the readout and the stats panel are live; the HUD names the pyramid level
             assert page.locator("#r-center").inner_text().strip()
+            assert page.locator("#hud-lat").inner_text().endswith("pyramid level 0")
+            assert page.evaluate("document.getElementById('slice').dataset.level") == "0"
             page.wait_for_function(
                 "document.getElementById('s-served').textContent.trim() !== '\u2013'", timeout=30_000)
             assert page.locator("#health").inner_text().startswith("healthy")

@@ -41,14 +41,17 @@ __all__ = ["SUBCOMMANDS", "UsageError", "build_parser", "main"]
 SUBCOMMANDS: dict[str, str] = {
     "composite": "parvox.cli.composite",
     "demo": "parvox.cli.demo",
+    "export": "parvox.cli.export",
     "fft": "parvox.cli.fft",
     "filter": "parvox.cli.filter",
     "info": "parvox.cli.info",
     "ingest": "parvox.cli.ingest",
     "label": "parvox.cli.label",
     "phantom": "parvox.cli.phantom",
+    "pyramid": "parvox.cli.pyramid",
     "serve": "parvox.cli.serve",
     "slice": "parvox.cli.slice",
+    "spmd": "parvox.cli.spmd",
     "trace": "parvox.cli.trace",
     "verify": "parvox.cli.verify",
 }

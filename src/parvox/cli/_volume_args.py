@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import argparse
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from parvox.cli import UsageError
 
-__all__ = ["float_triple", "int_list", "int_triple"]
+if TYPE_CHECKING:
+    from parvox.volume.manifest import VolumeMeta
+
+__all__ = [
+    "add_store_options",
+    "check_store_options",
+    "float_triple",
+    "int_list",
+    "int_triple",
+    "store_manifest",
+]
 
 
 def _numbers(text: str, flag: str, count: int | None, kind: type) -> list[Any]:
@@ -78,3 +89,46 @@ def check_disk_map(path: str | None, ndisks: int, args: object) -> None:
         raise UsageError("--map", f"cannot read {path}: {exc.strerror}") from None
     except ValueError as exc:
         raise UsageError("--map", str(exc)) from None
+
+
+def add_store_options(parser: argparse.ArgumentParser) -> None:
+    """``--codec`` and ``--levels``: how a new store keeps its extents, its pyramid."""
+    from parvox.volume.codecs import CODECS, DEFAULT_CODEC
+
+    parser.add_argument(
+        "--codec", default=DEFAULT_CODEC, metavar="CODEC",
+        help=f"extent compression: {', '.join(CODECS)} (default {DEFAULT_CODEC})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--levels", type=int, default=0, metavar="L",
+        help="pyramid levels above full resolution, each halving the last (default 0)",
+    )  # fmt: skip
+
+
+def check_store_options(args: argparse.Namespace, shape: tuple[int, int, int] | None) -> None:
+    """Check ``--codec`` and ``--levels`` (against ``shape`` when it is known)."""
+    from parvox.volume.codecs import parse_codec
+    from parvox.volume.manifest import max_levels
+
+    try:
+        args.codec = parse_codec(args.codec)
+    except ValueError as exc:
+        raise UsageError("--codec", str(exc).removeprefix("codec ")) from None
+    levels = args.levels
+    if levels < 0:
+        raise UsageError("--levels", f"must be >= 0, got {levels}")
+    if shape is not None and levels > max_levels(shape):
+        raise UsageError(
+            "--levels", f"a {shape} volume has at most {max_levels(shape)} levels, got {levels}"
+        )
+
+
+def store_manifest(store: str) -> VolumeMeta:
+    """The manifest of ``store`` (``UsageError`` naming STORE when it is not a store)."""
+    from parvox.volume import StoreError
+    from parvox.volume.store import read_manifest
+
+    try:
+        return read_manifest(store)
+    except StoreError as exc:
+        raise UsageError("STORE", str(exc)) from None

@@ -44,8 +44,12 @@ def describe(path: str) -> dict:
             "disk_offset_y": m.offset_y,
             "disk_offset_z": m.offset_z,
             "slot_bytes": m.slot_bytes,
+            "codec": m.codec,
             "files": [store.file_path(d) for d in range(m.ndisks)],
-            "size_on_disk": store.size_on_disk(),
+            "levels": [list(lv.shape) for lv in m.levels],
+            "size_on_disk": sum(
+                store.at_level(k).size_on_disk() for k in range(m.nlevels)
+            ),
         }
 
 
@@ -70,5 +74,8 @@ def run(args: argparse.Namespace) -> int:
           f"{tuple(d['extents'])} = {d['extent_count']} extents")
     print(f"disks        {d['disks']} (DiskOffsetY {d['disk_offset_y']}, "
           f"DiskOffsetZ {d['disk_offset_z']})")
+    print(f"codec        {d['codec']}")
+    levels = ", ".join("x".join(map(str, s)) for s in d["levels"]) or "none"
+    print(f"pyramid      {len(d['levels'])} levels: {levels}")
     print(f"size on disk {d['size_on_disk']} bytes ({gib:.3f} GiB)")
     return 0

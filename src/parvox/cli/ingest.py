@@ -6,14 +6,23 @@ import argparse
 import os
 
 from parvox.cli import UsageError
-from parvox.cli._volume_args import check_disk_map, float_triple, int_list, int_triple
+from parvox.cli._volume_args import (
+    add_store_options,
+    check_disk_map,
+    check_store_options,
+    float_triple,
+    int_list,
+    int_triple,
+)
 
-HELP = "write a volume (.npy, TIFF file or folder, NIfTI, Zarr) into a striped extent store"
+HELP = ("write a volume (.npy, TIFF file or folder, NIfTI, Zarr, OME-Zarr) into a striped "
+        "extent store")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``parvox ingest``."""
-    parser.add_argument("source", metavar="SRC", help=".npy, .tif, TIFF folder, .nii[.gz], Zarr")
+    parser.add_argument("source", metavar="SRC",
+                        help=".npy, .tif, TIFF folder, .nii[.gz], Zarr array, OME-Zarr image")
     parser.add_argument("store", metavar="STORE", help="store directory to create")
     parser.add_argument("--disks", type=int, required=True, metavar="K", help="number of disks")
     parser.add_argument("--extent", default="17,32,32", metavar="Z,Y,X", help="extent shape")
@@ -24,6 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="DiskOffsetY,DiskOffsetZ (default: chosen prime to K)")
     parser.add_argument("--map", default=None, metavar="FILE",
                         help="configuration map (JSON/TOML) of rank -> disks")
+    add_store_options(parser)
     parser.add_argument("--overwrite", action="store_true", help="replace an existing store")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -47,6 +57,15 @@ def validate(args: argparse.Namespace) -> None:
     if os.path.exists(args.store) and not args.overwrite:
         raise UsageError("STORE", f"{args.store} exists (use --overwrite to replace it)")
     check_disk_map(args.map, args.disks, args)
+    shape = None
+    if args.levels > 0:  # the source's shape bounds --levels (its header only)
+        from parvox.volume import open_source
+
+        try:
+            shape = open_source(args.source).shape
+        except (ValueError, TypeError, OSError) as exc:
+            raise UsageError("SRC", str(exc)) from None
+    check_store_options(args, shape)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,12 +79,13 @@ def run(args: argparse.Namespace) -> int:
         args.source, args.store, ndisks=args.disks, extent=args.extent_t, spacing=args.spacing_t,
         disk_dirs=args.dirs, disk_map=dmap, offset_y=args.offsets_t[0],
         offset_z=args.offsets_t[1], overwrite=args.overwrite,
-        progress=not args.no_progress, comm=c,
+        progress=not args.no_progress, comm=c, codec=args.codec, levels=args.levels,
     )  # fmt: skip
     if c.Get_rank() == 0:
         from parvox.volume import VolumeStore
 
         m = VolumeStore(path).meta
         print(f"parvox ingest: wrote {path}: shape {m.shape}, {m.dtype} x{m.channels}, "
-              f"{m.layout.count} extents on {m.ndisks} disks")
+              f"{m.layout.count} extents on {m.ndisks} disks, codec {m.codec}, "
+              f"{len(m.levels)} pyramid levels")
     return 0

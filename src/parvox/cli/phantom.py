@@ -6,7 +6,12 @@ import argparse
 import os
 
 from parvox.cli import UsageError
-from parvox.cli._volume_args import float_triple, int_triple
+from parvox.cli._volume_args import (
+    add_store_options,
+    check_store_options,
+    float_triple,
+    int_triple,
+)
 
 HELP = "write a synthetic anatomy-like volume to OUT.npy or a store (streamed, any size)"
 
@@ -19,6 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--disks", type=int, default=1, metavar="K", help="disks (store only)")
     parser.add_argument("--extent", default="17,32,32", metavar="Z,Y,X", help="extent (store)")
     parser.add_argument("--spacing", default="1,1,1", metavar="Z,Y,X", help="voxel size in mm")
+    add_store_options(parser)
     parser.add_argument("--overwrite", action="store_true", help="replace an existing output")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -30,6 +36,12 @@ def validate(args: argparse.Namespace) -> None:
     args.spacing_t = float_triple(args.spacing, "--spacing", positive=True)
     if args.disks < 1:
         raise UsageError("--disks", f"must be >= 1, got {args.disks}")
+    check_store_options(args, args.shape_t)
+    if args.output.lower().endswith(".npy"):
+        for flag, value, default in (("--levels", args.levels, 0), ("--codec", args.codec, "none"),
+                                     ("--disks", args.disks, 1)):
+            if value != default:
+                raise UsageError(flag, "only for a store, not a .npy output")
     if os.path.exists(args.output) and not args.overwrite:
         raise UsageError("OUT", f"{args.output} exists (use --overwrite to replace it)")
 
@@ -55,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"parvox phantom: wrote {args.output} {shape}")
         return 0
     ingest(src, args.output, ndisks=args.disks, extent=args.extent_t, spacing=args.spacing_t,
-           overwrite=args.overwrite, progress=not args.no_progress, comm=c)
+           overwrite=args.overwrite, progress=not args.no_progress, comm=c, codec=args.codec,
+           levels=args.levels)
     if c.Get_rank() == 0:
         print(f"parvox phantom: wrote store {args.output} {src.shape}"
               + (" RGB" if args.rgb else ""))

@@ -20,7 +20,8 @@ HELP = "serve oblique slices of a volume store over HTTP, with a web viewer"
 #: ServerOptions field -> the option that sets it
 _FLAGS = {"host": "--host", "port": "--port", "config": "--config", "cache_bytes": "--cache-mb",
           "window": "--window", "batch": "--batch", "max_pending": "--max-pending",
-          "max_size": "--max-size", "dead_after": "--dead-after"}
+          "max_size": "--max-size", "dead_after": "--dead-after", "png_level": "--png-level",
+          "encode_threads": "--encode-threads"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,6 +42,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="largest slice side in pixels (default 2048)")
     parser.add_argument("--dead-after", type=float, default=3.0,
                         help="seconds without a heartbeat before a rank counts as dead (default 3)")
+    parser.add_argument("--png-level", type=int, default=1, metavar="L",
+                        help="zlib level of PNG slices, 0-9 (default 1: fast)")
+    parser.add_argument("--encode-threads", type=int, default=2, metavar="T",
+                        help="threads encoding PNG/JPEG on rank 0 (default 2)")
 
 
 def validate(args: argparse.Namespace) -> None:
@@ -56,6 +61,7 @@ def validate(args: argparse.Namespace) -> None:
             host=args.host, port=args.port, config=args.config,
             cache_bytes=int(args.cache_mb * (1 << 20)), window=args.window, batch=args.batch,
             max_pending=args.max_pending, max_size=args.max_size, dead_after=args.dead_after,
+            png_level=args.png_level, encode_threads=args.encode_threads,
         )  # fmt: skip
     except ParameterError as exc:
         raise UsageError(_FLAGS[exc.param], str(exc)) from None

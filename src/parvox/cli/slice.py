@@ -35,6 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--step", default=None, metavar="S",
                         help="pixel step in mm (default: the smallest spacing)")
     parser.add_argument("--zoom", default=None, metavar="Z", help="zoom factor 1..16 (default 1)")
+    parser.add_argument("--level", default="auto", metavar="K",
+                        help="pyramid level to read: auto (the coarsest whose voxel is not "
+                             "larger than the step, the default) or 0..L")
     parser.add_argument("--map", default=None, metavar="FILE",
                         help="configuration map (JSON/TOML) of rank -> disks")
     parser.add_argument("-o", "--output", required=True, metavar="OUT",
@@ -58,6 +61,18 @@ def validate(args: argparse.Namespace) -> None:
     if not os.path.isdir(args.store):
         raise UsageError("STORE", f"{args.store} is not a directory")
     _plane(args, (1.0, 1.0, 1.0))
+    from parvox.slicing.params import parse_level_param
+
+    try:
+        args.level_k = parse_level_param({"level": args.level})
+    except ParameterError as exc:
+        raise UsageError("--level", str(exc)) from None
+    if args.level_k != "auto":
+        from parvox.cli._volume_args import store_manifest
+
+        top = store_manifest(args.store).nlevels - 1
+        if args.level_k > top:
+            raise UsageError("--level", f"the store has levels 0..{top}, got {args.level_k}")
     if not args.output.lower().endswith((".png", ".npy")):
         raise UsageError("-o", f"output must end in .png or .npy, got {args.output!r}")
     if args.map is not None:
@@ -79,8 +94,9 @@ def run(args: argparse.Namespace) -> int:
             dmap = load_disk_map(args.map, store.meta.ndisks, c.Get_size())
         raw = args.output.lower().endswith(".npy")
         with SliceEngine(store, comm=c, disk_map=dmap) as eng:
-            img = eng.extract(plane, raw=raw)
+            img = eng.extract(plane, raw=raw, level=args.level_k)
             extents = c.reduce(eng.stats.extents, root=0)
+            level = eng.stats.level
     if c.Get_rank() != 0:
         return 0
     assert img is not None
@@ -90,5 +106,5 @@ def run(args: argparse.Namespace) -> int:
         with open(args.output, "wb") as fh:
             fh.write(encode_image(display_pixels(img), "png"))
     print(f"parvox slice: wrote {args.output} ({img.shape[0]}x{img.shape[1]}, "
-          f"{extents} extents)")
+          f"{extents} extents, level {level})")
     return 0

@@ -9,7 +9,7 @@ import sys
 from parvox.cli import UsageError
 from parvox.cli._volume_args import check_disk_map, store_disks
 
-HELP = "verify every extent checksum of a store; exit 1 naming each bad extent"
+HELP = "verify every extent checksum of a store (all levels); exit 1 naming each bad extent"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,9 +38,12 @@ def run(args: argparse.Namespace) -> int:
         dmap = (default_disk_map(n, c.Get_size()) if args.map is None
                 else load_disk_map(args.map, n, c.Get_size()))
         mine = dmap.disks_of(c.Get_rank())
-        store.check_files(mine)
-        bad = [str(e) for e in store.verify(mine)]
-        checked = sum(len(store.layout.extents_of_disk(d)) for d in mine)
+        bad, checked = [], 0
+        for level in range(store.manifest.nlevels):
+            with store.at_level(level, disks=mine) as lst:
+                where = f"level {level}: " if level else ""
+                bad += [where + str(e) for e in lst.verify(mine)]
+                checked += sum(len(lst.layout.extents_of_disk(d)) for d in mine)
     allbad = c.gather(bad, root=0)
     total = c.reduce(checked, root=0)
     if c.Get_rank() != 0:

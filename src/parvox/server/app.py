@@ -51,7 +51,7 @@ from starlette.staticfiles import StaticFiles
 from parvox.dataflow import DataflowError, DataflowTimeout
 from parvox.errors import ParameterError
 from parvox.server.engine import ServerBusy, SliceService
-from parvox.server.imaging import MEDIA_TYPES, encode_slice
+from parvox.server.imaging import MEDIA_TYPES
 from parvox.server.params import DEFAULT_MAX_SIZE, parse_slice_query
 from parvox.slicing import MAX_ZOOM
 
@@ -111,7 +111,11 @@ def create_app(service: SliceService, max_size: int = DEFAULT_MAX_SIZE) -> Starl
             return _error(503, "a rank is not answering; the server is shutting down",
                           **{"Retry-After": "5"})
         try:
-            fut = service.submit(q.plane)
+            level = service.resolve_level(q.plane, q.level)
+        except ValueError as exc:
+            return _error(400, str(exc), "level")
+        try:
+            fut = service.submit(q.plane, level=level)
         except ServerBusy as exc:
             return _error(503, f"server busy: {exc}", **{"Retry-After": "1"})
         try:
@@ -120,13 +124,14 @@ def create_app(service: SliceService, max_size: int = DEFAULT_MAX_SIZE) -> Starl
             return _error(504, str(exc))
         except DataflowError as exc:
             return _error(500, str(exc))
-        body = await run_in_threadpool(encode_slice, raw, meta.dtype, q.fmt, q.quality, q.window)
+        body = await asyncio.wrap_future(service.encode(raw, q.fmt, q.quality, q.window))
         service.count_bytes_out(len(body))
         ms = (time.perf_counter() - t0) * 1e3
         return Response(
             body,
             media_type=MEDIA_TYPES[q.fmt],
-            headers={"Cache-Control": "no-store", "X-Parvox-Latency-Ms": f"{ms:.2f}"},
+            headers={"Cache-Control": "no-store", "X-Parvox-Latency-Ms": f"{ms:.2f}",
+                     "X-Parvox-Level": str(level)},
         )
 
     async def overview(request: Request) -> Response:

@@ -6,7 +6,9 @@
 other dtype is scaled from the slice's minimum and maximum to ``0..255``; with a display
 ``window=(lo, hi)`` values are mapped linearly to ``uint8``:
 ``clip(rint((x - lo) * 255 / (hi - lo)), 0, 255)``. :func:`encode_image` writes them with
-Pillow (``Image.fromarray(a).save(..., PNG)``, default options). ``parvox slice`` writes its PNG
+Pillow (``Image.fromarray(a).save(..., PNG, compress_level=png_level)``; zlib level 1 by
+default, :data:`DEFAULT_PNG_LEVEL`: a 512x512 RGB slice encodes about four times faster than at
+Pillow's default 6, for a file a few percent larger). ``parvox slice`` writes its PNG
 file with the same two functions, so a PNG from the HTTP API and the file ``parvox slice``
 writes for the same parameters are the same bytes. JPEG is 8-bit: 16-bit slices get the slice's
 own min-max window unless one is given.
@@ -28,7 +30,17 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["FORMATS", "MEDIA_TYPES", "display_pixels", "encode_image", "encode_slice"]
+__all__ = [
+    "DEFAULT_PNG_LEVEL",
+    "FORMATS",
+    "MEDIA_TYPES",
+    "display_pixels",
+    "encode_image",
+    "encode_slice",
+]
+
+#: zlib level of PNG slices unless asked otherwise (the server's ``png_level``)
+DEFAULT_PNG_LEVEL = 1
 
 #: formats the server answers (``npy`` keeps the raw float values)
 FORMATS = ("png", "jpeg", "npy")
@@ -67,8 +79,11 @@ def display_pixels(slice_: np.ndarray, window: Sequence[float] | None = None) ->
     return np.clip(np.rint(scaled), 0, 255).astype(np.uint8)
 
 
-def encode_image(pixels: np.ndarray, fmt: str, quality: int = 90) -> bytes:
-    """Encode integer ``pixels`` as ``"png"`` or ``"jpeg"`` bytes (Pillow).
+def encode_image(
+    pixels: np.ndarray, fmt: str, quality: int = 90, png_level: int = DEFAULT_PNG_LEVEL
+) -> bytes:
+    """Encode integer ``pixels`` as ``"png"`` (zlib level ``png_level``) or ``"jpeg"`` bytes
+    (Pillow).
 
     Examples
     --------
@@ -81,7 +96,9 @@ def encode_image(pixels: np.ndarray, fmt: str, quality: int = 90) -> bytes:
     a = np.ascontiguousarray(pixels)
     buf = io.BytesIO()
     if fmt == "png":
-        Image.fromarray(a).save(buf, format="PNG")
+        if not 0 <= int(png_level) <= 9:
+            raise ValueError(f"png_level must be in [0, 9], got {png_level}")
+        Image.fromarray(a).save(buf, format="PNG", compress_level=int(png_level))
     elif fmt == "jpeg":
         if a.dtype != np.uint8:
             a = display_pixels(a.astype(np.float32))
@@ -99,6 +116,7 @@ def encode_slice(
     fmt: str,
     quality: int = 90,
     window: Sequence[float] | None = None,
+    png_level: int = DEFAULT_PNG_LEVEL,
 ) -> bytes:
     """Bytes of a raw (float32, unrounded) slice in ``fmt``: ``npy`` keeps the float values,
     ``png``/``jpeg`` round to the volume ``dtype`` first (:func:`parvox.slicing.finish_slice`).
@@ -118,4 +136,4 @@ def encode_slice(
         return buf.getvalue()
     if fmt not in FORMATS:
         raise ValueError(f"fmt must be one of {FORMATS}, got {fmt!r}")
-    return encode_image(display_pixels(finish_slice(raw, dtype), window), fmt, quality)
+    return encode_image(display_pixels(finish_slice(raw, dtype), window), fmt, quality, png_level)

@@ -65,6 +65,10 @@ class ServerOptions:
         Largest slice side in pixels (>= 1).
     dead_after : float
         Seconds without a heartbeat before a rank counts as dead (> 0).
+    png_level : int
+        zlib level of PNG slices, 0-9 (1: fast, files a few percent larger than 6).
+    encode_threads : int
+        Threads encoding slices on rank 0 (>= 1).
     """
 
     host: str = "127.0.0.1"
@@ -76,13 +80,17 @@ class ServerOptions:
     max_pending: int = 64
     max_size: int = DEFAULT_MAX_SIZE
     dead_after: float = 3.0
+    png_level: int = 1
+    encode_threads: int = 2
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
             raise ParameterError("port", f"port must be in [0, 65535], got {self.port}")
         if self.cache_bytes < 0:
             raise ParameterError("cache_bytes", f"cache_bytes must be >= 0, got {self.cache_bytes}")
-        for name in ("window", "batch", "max_pending", "max_size"):
+        if isinstance(self.png_level, bool) or self.png_level not in range(10):
+            raise ParameterError("png_level", f"png_level must be in [0, 9], got {self.png_level!r}")
+        for name in ("window", "batch", "max_pending", "max_size", "encode_threads"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ParameterError(name, f"{name} must be an integer >= 1, got {value!r}")
@@ -121,6 +129,7 @@ def run_server(
     service = SliceService(
         opened, comm, disk_map, cache_bytes=options.cache_bytes, window=options.window,
         batch=options.batch, max_pending=options.max_pending,
+        encode_threads=options.encode_threads, png_level=options.png_level,
     )
     ranks = comm.gather((os.getpid(), socket.gethostname()), root=0)
     try:

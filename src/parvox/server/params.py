@@ -2,7 +2,8 @@
 
 The plane parameters are those of ``parvox slice`` and are parsed by the same function
 (:func:`parvox.slicing.parse_plane`): ``center=z,y,x`` (voxel indices), either ``u=z,y,x&v=z,y,x``
-or ``normal=z,y,x[&up=z,y,x]``, ``size=H,W``, ``step=S`` (mm), ``zoom=Z``. The server adds
+or ``normal=z,y,x[&up=z,y,x]``, ``size=H,W``, ``step=S`` (mm), ``zoom=Z``, and the pyramid
+``level=auto|K`` (:func:`parvox.slicing.params.parse_level_param`). The server adds
 ``format=png|jpeg|npy``, ``quality=Q`` (JPEG, 1-100) and ``window=lo,hi`` (display range for
 PNG/JPEG). Unknown parameters are ignored (cache busters).
 
@@ -26,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from parvox.errors import ParameterError
 from parvox.server.imaging import FORMATS
 from parvox.slicing import Plane
-from parvox.slicing.params import parse_floats, parse_int, parse_plane
+from parvox.slicing.params import parse_floats, parse_int, parse_level_param, parse_plane
 
 __all__ = ["DEFAULT_MAX_SIZE", "SliceQuery", "parse_slice_query"]
 
@@ -42,6 +43,7 @@ class SliceQuery:
     fmt: str = "png"
     quality: int = 90
     window: tuple[float, float] | None = None
+    level: int | str = "auto"
 
 
 def parse_slice_query(
@@ -78,4 +80,7 @@ def parse_slice_query(
     window = parse_floats(q, "window", 2, "two comma-separated numbers lo,hi")
     if window is not None and not window[1] > window[0]:
         raise ParameterError("window", f"window must have lo < hi, got {q['window']!r}")
-    return SliceQuery(plane, fmt, quality, None if window is None else (window[0], window[1]))
+    level = parse_level_param(q)
+    return SliceQuery(
+        plane, fmt, quality, None if window is None else (window[0], window[1]), level
+    )

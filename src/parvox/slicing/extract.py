@@ -33,6 +33,7 @@ import numpy as np
 
 from parvox.errors import ParvoxError
 from parvox.slicing.extents import grid_ranges
+from parvox.slicing.levels import plane_at_level
 from parvox.slicing.plane import Plane
 from parvox.slicing.resample import (
     Part,
@@ -194,12 +195,15 @@ class SliceStats:
         Size of the coalesced message.
     seconds : float
         Time from request to parts ready (this rank).
+    level : int
+        The pyramid level read.
     """
 
     extents: int = 0
     parts: int = 0
     message_bytes: int = 0
     seconds: float = 0.0
+    level: int = 0
 
 
 class SliceEngine(SliceSource):
@@ -220,6 +224,9 @@ class SliceEngine(SliceSource):
     compute_threads : int
         Threads running the extraction kernels (1: in the calling thread). More than one
         helps when a rank has several cores to itself.
+    level : int
+        The level :meth:`extract` reads for ``level=0`` when ``store`` is a path; any other
+        level of the store's pyramid is opened when a slice first asks for it.
     """
 
     def __init__(
@@ -232,9 +239,10 @@ class SliceEngine(SliceSource):
         verify: bool = True,
         evict: bool = False,
         compute_threads: int = 1,
+        level: int = 0,
     ) -> None:
         super().__init__(
-            store, comm, disk_map, cache_bytes, threads, verify, evict, compute_threads
+            store, comm, disk_map, cache_bytes, threads, verify, evict, compute_threads, level
         )
         #: what this rank did for its last slice
         self.stats = SliceStats()
@@ -311,20 +319,41 @@ class SliceEngine(SliceSource):
                     allparts.extend(unpack_parts(chunk, self.channels))
         return allparts
 
-    def extract(self, plane: Plane, root: int = 0, raw: bool = False) -> np.ndarray | None:
+    def extract(
+        self, plane: Plane, root: int = 0, raw: bool = False, level: int | str = "auto"
+    ) -> np.ndarray | None:
         """Extract ``plane`` (collective): the slice on ``root``, ``None`` elsewhere.
 
         Parameters
         ----------
+        plane : Plane
+            In level-0 voxel coordinates.
         raw : bool
             Return the float32 slice unrounded (integer volumes are otherwise rounded to their
             dtype, RGB channels independently).
+        level : int or "auto"
+            The pyramid level read (:mod:`parvox.slicing.levels`): ``"auto"`` the coarsest
+            whose voxel is not larger than the plane's step; ``stats.level`` says which.
+            At level ``k`` the slice equals ``map_coordinates(order=1)`` on the level-k array
+            at the same physical points.
 
         Raises
         ------
+        ValueError
+            Naming ``level`` when the store has no such level (on every rank).
         ChecksumError
             On the rank whose extent is corrupted; ``root`` raises :class:`SliceError` naming it.
         """
+        k = self.resolve_level(plane, level)
+        eng = self.level_source(k)
+        assert isinstance(eng, SliceEngine)
+        out = eng._extract_here(plane_at_level(plane, k), root, raw)
+        self.stats = eng.stats
+        self.stats.level = k
+        return out
+
+    def _extract_here(self, plane: Plane, root: int, raw: bool) -> np.ndarray | None:
+        """:meth:`extract` of ``plane`` (this level's voxel coordinates) at this level."""
         error: BaseException | None = None
         parts: list[Part] = []
         # zoom 1 on root: every pixel is written straight into the slice (parts are disjoint)
@@ -350,11 +379,12 @@ def extract_slice(
     comm: MPI.Intracomm | None = None,
     root: int = 0,
     raw: bool = False,
+    level: int | str = "auto",
     **engine: Any,
 ) -> np.ndarray | None:
     """One-shot :meth:`SliceEngine.extract` (collective over ``comm``)."""
     with SliceEngine(store, comm=comm, **engine) as eng:
-        return eng.extract(plane, root=root, raw=raw)
+        return eng.extract(plane, root=root, raw=raw, level=level)
 
 
 def reference_slice(volume: np.ndarray, plane: Plane) -> np.ndarray:

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from parvox.errors import ParameterError
 from parvox.slicing.plane import MAX_SIZE, MAX_ZOOM, Plane
 
-__all__ = ["PLANE_PARAMS", "parse_floats", "parse_int", "parse_plane"]
+__all__ = ["PLANE_PARAMS", "parse_floats", "parse_int", "parse_level_param", "parse_plane"]
 
 #: the parameters :func:`parse_plane` reads
 PLANE_PARAMS = ("center", "u", "v", "normal", "up", "size", "step", "zoom")
@@ -76,6 +76,26 @@ def parse_int(params: Mapping[str, str | None], name: str, default: int, lo: int
     if not lo <= value <= hi:
         raise ParameterError(name, f"{name} must be in [{lo}, {hi}], got {value}")
     return value
+
+
+def parse_level_param(params: Mapping[str, str | None], name: str = "level") -> int | str:
+    """The pyramid level asked for: ``"auto"`` when absent, else ``auto`` or an integer >= 0
+    (checked against the store when the slice is made).
+
+    Examples
+    --------
+    >>> parse_level_param({}), parse_level_param({"level": "2"})
+    ('auto', 2)
+    """
+    from parvox.slicing.levels import AUTO, parse_level
+
+    text = params.get(name)
+    if text is None:
+        return AUTO
+    try:
+        return parse_level(text)
+    except ValueError as exc:
+        raise ParameterError(name, str(exc)) from None
 
 
 def _size(params: Mapping[str, str | None], max_size: int) -> tuple[int, int]:

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import os
+import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +44,7 @@ import numpy as np
 
 from parvox.comm import get_comm
 from parvox.slicing.extents import cut_extents
+from parvox.slicing.levels import AUTO, auto_level, parse_level
 from parvox.slicing.plane import Plane
 from parvox.slicing.resample import Part, PartExtractor
 from parvox.volume.cache import DEFAULT_CACHE_BYTES, ExtentReader
@@ -123,6 +125,9 @@ class SliceSource:
         Passed to :class:`parvox.volume.ExtentReader`.
     compute_threads : int
         Threads running the extraction kernels (1: in the calling thread).
+    level : int
+        The pyramid level read when ``store`` is a path (0: full resolution). The other
+        levels are opened on first use by :meth:`level_source`, with the same settings.
     """
 
     def __init__(
@@ -135,6 +140,7 @@ class SliceSource:
         verify: bool = True,
         evict: bool = False,
         compute_threads: int = 1,
+        level: int = 0,
     ) -> None:
         if compute_threads < 1:
             raise ValueError(f"compute_threads must be >= 1, got {compute_threads}")
@@ -142,7 +148,13 @@ class SliceSource:
         self.rank = self.comm.Get_rank()
         self.nranks = self.comm.Get_size()
         self._own_store = not isinstance(store, VolumeStore)
-        self.store = store if isinstance(store, VolumeStore) else VolumeStore(store, disks=())
+        self.store = (
+            store if isinstance(store, VolumeStore)
+            else VolumeStore(store, disks=(), level=level)
+        )  # fmt: skip
+        self._settings = (cache_bytes, threads, verify, evict, compute_threads)
+        self._levels: dict[int, SliceSource] = {}
+        self._levels_lock = threading.Lock()
         try:
             self.meta = self.store.meta
             self.layout = self.store.layout
@@ -168,12 +180,61 @@ class SliceSource:
         self.close()
 
     def close(self) -> None:
-        """Stop the reader and compute threads (and close the store when this opened it)."""
+        """Stop the reader and compute threads (and close the store when this opened it),
+        and those of the other levels opened."""
+        with self._levels_lock:
+            for src in self._levels.values():
+                src.close()
+            self._levels.clear()
         self.reader.close()
         if self._pool is not None:
             self._pool.shutdown(wait=True)
         if self._own_store:
             self.store.close()
+
+    @property
+    def nlevels(self) -> int:
+        """Levels of the store's pyramid, level 0 included."""
+        return self.store.manifest.nlevels
+
+    def resolve_level(self, plane: Plane, level: int | str = AUTO) -> int:
+        """The level a slice of ``plane`` reads: for ``"auto"`` the coarsest whose voxel is not
+        larger than the plane's step (:func:`~parvox.slicing.levels.auto_level`), else
+        ``level`` itself, checked against the store.
+
+        Raises
+        ------
+        ValueError
+            Naming ``level`` when it is not ``"auto"`` or a level of the store.
+        """
+        k = parse_level(level)
+        top = self.nlevels
+        if k == AUTO:
+            return auto_level(self.store.manifest.spacing, float(plane.step or 0.0), top)
+        assert isinstance(k, int)
+        if k >= top:
+            raise ValueError(f"level must be 'auto' or in [0, {top - 1}] for this store, got {k}")
+        return k
+
+    def level_source(self, level: int) -> SliceSource:
+        """This rank's source of pyramid level ``level`` of the same store (``self`` for the
+        level this source reads), opened on first use with the same settings and closed with
+        this one; the same class as ``self``."""
+        if level == self.store.level:
+            return self
+        with self._levels_lock:
+            src = self._levels.get(level)
+            if src is None:
+                src = type(self)(
+                    self.store.path, self.comm, self.disk_map, *self._settings, level=level
+                )
+                self._levels[level] = src
+        return src
+
+    def readers(self) -> list[ExtentReader]:
+        """The extent readers of every level opened so far, this one's first."""
+        with self._levels_lock:
+            return [self.reader] + [src.reader for src in self._levels.values()]
 
     def plane(self, **kwargs: Any) -> Plane:
         """A :class:`Plane` with this volume's spacing (``normal=`` selects the normal form)."""

@@ -155,16 +155,16 @@ class ExtentReader:
             self._advised.add(disk)
         return fd
 
-    def _read(self, key: Key, where: tuple[int, int] | None = None) -> np.ndarray:
-        disk, offset = where = self.store.locate(*key) if where is None else where
+    def _read(self, key: Key, where: tuple[int, int, int] | None = None) -> np.ndarray:
+        disk, offset, nbytes = where = self.store.span(*key) if where is None else where
         fd = self._fd(disk)
         block = self.store.read_extent(*key, verify=self.verify, where=where)
         block.setflags(write=False)
         with self._lock:
             self.stats.misses += 1
-            self.stats.bytes_read += self.store.meta.slot_bytes
+            self.stats.bytes_read += nbytes
         if self.evict:
-            os.posix_fadvise(fd, offset, self.store.meta.slot_bytes, os.POSIX_FADV_DONTNEED)
+            os.posix_fadvise(fd, offset, nbytes, os.POSIX_FADV_DONTNEED)
         self._insert(key, block)
         return block
 
@@ -192,7 +192,7 @@ class ExtentReader:
                 yield key, block
         if not misses:
             return
-        where = [self.store.locate(*key) for key in misses]
+        where = [self.store.span(*key) for key in misses]
         if len(misses) > 1:
             self._prefetch(where)
         if self.threads == 1 or len(misses) == 1:
@@ -207,7 +207,7 @@ class ExtentReader:
 
         pool = self._pool
 
-        def submit(key: Key, at: tuple[int, int]) -> None:
+        def submit(key: Key, at: tuple[int, int, int]) -> None:
             fut = pool.submit(self._read, key, at)
             running.add(fut)
 
@@ -230,11 +230,10 @@ class ExtentReader:
             for fut in running:
                 fut.cancel()
 
-    def _prefetch(self, where: list[tuple[int, int]]) -> None:
-        """Ask the kernel to start reading the slots at ``where`` (disk, offset) into the page
-        cache."""
-        size = self.store.meta.slot_bytes
-        for disk, offset in where:
+    def _prefetch(self, where: list[tuple[int, int, int]]) -> None:
+        """Ask the kernel to start reading the slots at ``where`` (disk, offset, bytes) into
+        the page cache."""
+        for disk, offset, size in where:
             os.posix_fadvise(self._fd(disk), offset, size, os.POSIX_FADV_WILLNEED)
 
     def drop_page_cache(self, disks: Iterable[int] | None = None) -> None:

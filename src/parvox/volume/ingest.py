@@ -28,9 +28,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from parvox.comm import RankFailure, get_comm
+from parvox.comm import get_comm
+from parvox.volume._collective import agree
 from parvox.volume.config import DiskMap, resolve_disk_map
 from parvox.volume.layout import DEFAULT_EXTENT
+from parvox.volume.manifest import VolumeMeta
+from parvox.volume.pyramid import write_levels
 from parvox.volume.sources import VolumeSource, open_source
 from parvox.volume.store import MANIFEST, StoreWriter, new_meta
 
@@ -38,17 +41,6 @@ if TYPE_CHECKING:
     from mpi4py import MPI
 
 __all__ = ["ingest", "ingest_array"]
-
-
-def _agree(comm: MPI.Intracomm, error: BaseException | None, what: str) -> None:
-    """Raise on every rank when any rank failed (its own error where it failed)."""
-    failed = comm.allgather(None if error is None else f"{type(error).__name__}: {error}")
-    if error is not None:
-        raise error
-    bad = [(r, msg) for r, msg in enumerate(failed) if msg is not None]
-    if bad:
-        r, msg = bad[0]
-        raise RankFailure(f"rank {r} failed while {what}: {msg}")
 
 
 def ingest(
@@ -64,6 +56,8 @@ def ingest(
     overwrite: bool = False,
     progress: bool = True,
     comm: MPI.Intracomm | None = None,
+    codec: str = "none",
+    levels: int = 0,
 ) -> Path:
     """Write ``source`` into a new striped store at ``store`` (collective over ``comm``).
 
@@ -91,6 +85,11 @@ def ingest(
     progress : bool
         Show a tqdm progress bar on rank 0.
     comm : MPI communicator, optional
+    codec : {"none", "zstd", "blosc2"}
+        How each extent is stored (:mod:`parvox.volume.codecs`).
+    levels : int
+        Pyramid levels to build above level 0 (:mod:`parvox.volume.pyramid`). A source with
+        levels of its own (an OME-Zarr multiscale image) gives those whose shapes match.
 
     Returns
     -------
@@ -111,7 +110,7 @@ def ingest(
     if rank == 0:
         meta = new_meta(
             src.shape, src.dtype, src.channels, spacing, extent, ndisks,
-            offset_y, offset_z, disk_dirs,
+            offset_y, offset_z, disk_dirs, codec, levels,
         )  # fmt: skip
         temp = target.parent / f".{target.name}.tmp-{uuid.uuid4().hex[:8]}"
     meta, temp = comm.bcast((meta, temp), root=0)
@@ -126,7 +125,7 @@ def ingest(
             temp.mkdir()
         comm.Barrier()
         writer = StoreWriter(temp, meta, mine, suffix=suffix)
-        _write_extents(src, writer, mine, progress and rank == 0)
+        writer.write_source(src, "ingest" if progress and rank == 0 else None)
         writer.close()
         writer.commit()
     except Exception as exc:
@@ -134,47 +133,27 @@ def ingest(
         if writer is not None:
             writer.close(sync=False)
     try:
-        _agree(comm, error, "writing extents")
+        agree(comm, error, "writing extents")
         error = None
+        if meta.levels:
+            write_levels(src, temp, meta, disk_map, comm, progress, suffix, _given(src, meta))
         if rank == 0:
             _finish(temp, target, meta.to_dict(), overwrite)
     except Exception as exc:
         error = exc
         if rank == 0:
             shutil.rmtree(temp, ignore_errors=True)
-    _agree(comm, error if rank == 0 else None, "committing the store")
+    agree(comm, error if rank == 0 else None, "committing the store")
     return target
 
 
-def _write_extents(src: VolumeSource, writer: StoreWriter, disks: Sequence[int], bar: bool) -> None:
-    lay = writer.layout
-    nz, ny, nx = lay.nextents
-    ez = lay.extent[0]
-    mine = set(disks)
-    todo = [
-        [(kz, ky, kx) for ky in range(ny) for kx in range(nx) if lay.disk_of(kz, ky, kx) in mine]
-        for kz in range(nz)
-    ]
-    total = sum(len(t) for t in todo)
-    pbar = None
-    if bar:
-        from tqdm import tqdm
-
-        pbar = tqdm(total=total, unit="extent", desc="ingest", leave=False)
-    try:
-        for kz in range(nz):
-            if not todo[kz]:
-                continue
-            z0 = kz * ez
-            slab = src.read_slab(z0, min(z0 + ez + lay.overlap, lay.shape[0]))
-            for k in todo[kz]:
-                (_, _), (y0, y1), (x0, x1) = lay.voxel_range(*k)
-                writer.write_extent(*k, np.ascontiguousarray(slab[:, y0:y1, x0:x1]))
-            if pbar is not None:
-                pbar.update(len(todo[kz]))
-    finally:
-        if pbar is not None:
-            pbar.close()
+def _given(src: VolumeSource, meta: VolumeMeta) -> dict[int, VolumeSource]:
+    """The source's own levels (``level_sources``) that have the pyramid's shapes."""
+    own: dict[int, VolumeSource] = getattr(src, "level_sources", {})
+    return {
+        k: s for k, s in own.items()
+        if 1 <= k <= len(meta.levels) and tuple(s.shape) == meta.at_level(k).shape
+    }  # fmt: skip
 
 
 def _finish(temp: Path, target: Path, manifest: dict[str, Any], overwrite: bool) -> None:

@@ -1,4 +1,5 @@
-"""Volume sources read slab by slab for ingest: arrays, ``.npy``, TIFF stacks, NIfTI, Zarr.
+"""Volume sources read slab by slab for ingest: arrays, ``.npy``, TIFF stacks, NIfTI, Zarr,
+OME-Zarr, and a store's own levels.
 
 A source has ``shape`` (z, y, x), ``dtype`` (one of the store's: uint8, uint16, float32),
 ``channels`` (1 or 3), ``spacing`` (z, y, x in mm, or ``None`` when the file does not say) and
@@ -17,11 +18,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-__all__ = ["ArraySource", "VolumeSource", "open_source", "store_dtype"]
+if TYPE_CHECKING:
+    from parvox.volume.store import VolumeStore
+
+__all__ = ["ArraySource", "StoreSource", "VolumeSource", "open_source", "store_dtype"]
 
 
 class VolumeSource(Protocol):
@@ -77,6 +81,69 @@ class ArraySource:
     def read_slab(self, z0: int, z1: int) -> np.ndarray:
         """Planes ``z0:z1``."""
         return np.asarray(self.array[z0:z1]).astype(self.dtype, copy=False)
+
+
+class StoreSource:
+    """One level of a store as a source: a slab is assembled from the extent rows it crosses
+    (the last row read is kept, so consecutive slabs read each extent once).
+
+    Every disk file must be readable here (one machine or a shared file system).
+
+    Parameters
+    ----------
+    store : VolumeStore
+        Opened at the level to read.
+
+    Examples
+    --------
+    >>> import numpy as np, tempfile, os
+    >>> from parvox.volume import ingest_array, VolumeStore
+    >>> vol = np.arange(9 * 5 * 6, dtype=np.uint16).reshape(9, 5, 6)
+    >>> p = ingest_array(vol, os.path.join(tempfile.mkdtemp(), "s"), extent=(4, 4, 4),
+    ...                  progress=False)
+    >>> bool((StoreSource(VolumeStore(p)).read_slab(3, 7) == vol[3:7]).all())
+    True
+    """
+
+    def __init__(self, store: VolumeStore) -> None:
+        self.store = store
+        meta = store.meta
+        self.shape = meta.shape
+        self.dtype = np.dtype(meta.dtype)
+        self.channels = meta.channels
+        self.spacing: tuple[float, float, float] | None = meta.spacing
+        self._row: tuple[int, np.ndarray] | None = None
+
+    def _extent_row(self, kz: int) -> np.ndarray:
+        if self._row is not None and self._row[0] == kz:
+            return self._row[1]
+        lay = self.store.layout
+        ez = lay.extent[0]
+        z0, z1 = kz * ez, min((kz + 1) * ez, lay.shape[0])
+        row = np.zeros((z1 - z0, *self.store.meta.array_shape[1:]), dtype=self.dtype)
+        _, ny, nx = lay.nextents
+        for ky in range(ny):
+            for kx in range(nx):
+                (_, _), (y0, y1), (x0, x1) = lay.voxel_range(kz, ky, kx)
+                block = self.store.read_extent(kz, ky, kx)
+                row[:, y0:y1, x0:x1] = block[: z1 - z0, : y1 - y0, : x1 - x0]
+        self._row = (kz, row)
+        return row
+
+    def read_slab(self, z0: int, z1: int) -> np.ndarray:
+        """Planes ``z0:z1``."""
+        if not 0 <= z0 <= z1 <= self.shape[0]:
+            raise ValueError(f"slab [{z0}, {z1}) is not inside [0, {self.shape[0]}]")
+        out = np.empty((z1 - z0, *self.store.meta.array_shape[1:]), dtype=self.dtype)
+        ez = self.store.layout.extent[0]
+        z = z0
+        while z < z1:
+            kz = z // ez
+            row = self._extent_row(kz)
+            stop = min(z1, (kz + 1) * ez)
+            out[z - z0 : stop - z0] = row[z - kz * ez : stop - kz * ez]
+            z = stop
+        return out
 
 
 class _TiffFolder:
@@ -137,7 +204,8 @@ def open_source(
     source: Any, spacing: tuple[float, float, float] | None = None
 ) -> VolumeSource:
     """Open ``source``: an array, a ``.npy`` file, a TIFF file or folder, a NIfTI file
-    (``.nii``, ``.nii.gz``) or a Zarr array (a directory or ``.zarr`` path).
+    (``.nii``, ``.nii.gz``), an OME-Zarr image (:mod:`parvox.volume.omezarr`) or a Zarr array
+    (a directory or ``.zarr`` path).
 
     Raises
     ------
@@ -168,6 +236,10 @@ def open_source(
             arr = arr[None]
         return ArraySource(arr, spacing)
     if path.is_dir():
+        from parvox.volume.omezarr import OmeZarrSource, is_ome_zarr
+
+        if is_ome_zarr(path):
+            return OmeZarrSource(path)
         if name.endswith(".zarr") or (path / "zarr.json").exists() or (path / ".zarray").exists():
             import zarr
 

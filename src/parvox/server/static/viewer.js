@@ -94,6 +94,7 @@
           throw new Error(`${r.status}: ${j.error}` + (j.parameter ? ` (parameter ${j.parameter})` : ""));
         }
         const blob = await r.blob();
+        const level = r.headers.get("X-Parvox-Level");
         if (id < shownSeq) { dropped++; return; }   // a newer slice is already shown
         shownSeq = id;
         shownURL = url;
@@ -103,7 +104,9 @@
         img.dataset.seq = String(id);
         if (old.startsWith("blob:")) setTimeout(() => URL.revokeObjectURL(old), 2000);
         $("error").hidden = true;
-        $("hud-lat").textContent = `${lastLatency.toFixed(0)} ms · ${(blob.size / 1024).toFixed(0)} KiB · ${format.toUpperCase()}`;
+        $("hud-lat").textContent = `${lastLatency.toFixed(0)} ms · ${(blob.size / 1024).toFixed(0)} KiB · ${format.toUpperCase()}` +
+          (level === null ? "" : ` · pyramid level ${level}`);
+        $("slice").dataset.level = level === null ? "" : level;
       })
       .catch((e) => {
         if (e.name === "AbortError") return;

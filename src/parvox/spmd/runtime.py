@@ -1,0 +1,279 @@
+"""The small runtime that translated ``#$spmd`` programs call (the seed's SPMDlib, in Python).
+
+A translated program does ``from parvox.spmd.runtime import spmd`` and calls methods of that one
+:class:`Runtime`; each directive becomes one or two calls, and each call is a thin layer over
+parvox: loops over :mod:`parvox.loops`, row transfers and reductions over
+:mod:`parvox.spmd.transfers` (which uses :mod:`parvox.collectives`), timers over
+:class:`parvox.comm.Timers`.
+
+The runtime's state is the seed's ``spmd.h`` common block: ``spmd.rank`` (``spmd_myid``),
+``spmd.size`` (``spmd_nprocs``), ``spmd.is_root``, the part of the last split array
+``spmd.mystart``/``spmd.myend``/``spmd.mypart`` (``myend`` is exclusive, as in ``range``) and
+the timers ``spmd.time``/``spmd.ttime`` (seconds of the last start/stop pair, on the root).
+A program may read them, though a program that does no longer runs unchanged serially.
+
+Examples
+--------
+>>> import numpy as np
+>>> rt = Runtime()
+>>> rt.init()
+>>> out = np.zeros((5, 2))
+>>> for i in rt.my_range(range(1, 4), out):
+...     out[i] = i
+>>> rt.mystart, rt.myend, out[:, 0].tolist()
+(0, 5, [0.0, 1.0, 2.0, 3.0, 0.0])
+>>> (hi,) = rt.roa("max", 7)
+>>> hi
+7
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from parvox import loops
+from parvox.comm import ParvoxError, Timers, get_comm, private_comm
+from parvox.decomposition import split_extent
+from parvox.spmd import transfers
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
+
+__all__ = ["Runtime", "RuntimeEnded", "spmd"]
+
+
+class RuntimeEnded(ParvoxError):
+    """A directive ran after ``#$spmd end``."""
+
+
+class Runtime:
+    """The state and operations behind the directives of one program.
+
+    Parameters
+    ----------
+    comm : MPI.Intracomm, optional
+        The ranks that run the program (world by default).
+    """
+
+    def __init__(self, comm: MPI.Intracomm | None = None) -> None:
+        self._comm_arg = comm
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget everything a previous program left (parts, timers, ``end``); no communication.
+
+        A process that runs several translated programs one after the other (the runner of
+        ``parvox spmd run``, tests) resets the runtime before each.
+        """
+        self._comm: MPI.Intracomm | None = None
+        self._ended = False
+        self.rank = 0
+        self.size = 1
+        self.is_root = True
+        self.mystart = 0
+        self.myend = 0
+        self.mypart = 0
+        self.time = 0.0
+        self.ttime = 0.0
+        self.timers = Timers(self._comm_arg)
+        self._running: dict[str, tuple[AbstractContextManager[None], float]] = {}
+
+    # -- INIT, END, BARRIER ---------------------------------------------------------------
+    def init(self) -> None:
+        """Start the runtime: MPI, ``rank``, ``size``, ``is_root`` (``#$spmd init``).
+
+        Calling it again does nothing (after ``end`` it starts afresh); every other method
+        calls it first if needed.
+        """
+        if self._ended:
+            self.reset()
+        if self._comm is None:
+            c = get_comm(self._comm_arg)
+            self._comm = c
+            self.rank, self.size = c.Get_rank(), c.Get_size()
+            self.is_root = self.rank == 0
+            self.timers = Timers(c)
+            private_comm(c)  # collective: create it now, while every rank is here
+
+    @property
+    def comm(self) -> MPI.Intracomm:
+        """The communicator (starting the runtime if needed)."""
+        if self._ended:
+            raise RuntimeEnded("a directive ran after #$spmd end")
+        self.init()
+        assert self._comm is not None
+        return self._comm
+
+    def end(self) -> None:
+        """Wait for every rank and finish (``#$spmd end``); later directives are an error."""
+        self.comm.Barrier()
+        self._ended = True
+
+    def barrier(self) -> None:
+        """Wait until every rank gets here (``#$spmd barrier``)."""
+        self.comm.Barrier()
+
+    def expect_ranks(self, *, tcpus: int | None = None, ncpus: int | None = None) -> None:
+        """Warn (on the root) when the job does not have the rank count a program expects.
+
+        ``tcpus=n``: the program was written for ``n`` ranks; ``ncpus=n``: it should use ``n``.
+        """
+        c = self.comm
+        for name, want in (("tcpus", tcpus), ("ncpus", ncpus)):
+            if want is not None and want != self.size and c.Get_rank() == 0:
+                sys.stderr.write(
+                    f"parvox spmd: warning: {name}={want}: the program expects {want} ranks, "
+                    f"the job has {self.size}\n"
+                )
+
+    # -- parts and loops ------------------------------------------------------------------
+    def split(self, n: int) -> range:
+        """This rank's divmod part of ``range(n)``; sets ``mystart``, ``myend``, ``mypart``."""
+        self.mystart, self.myend = split_extent(n, self.comm.Get_size(), self.comm.Get_rank())
+        self.mypart = self.myend - self.mystart
+        return range(self.mystart, self.myend)
+
+    def my_range(self, iterations: range, *arrays: Any) -> range:
+        """The iterations of a ``dopar`` loop this rank runs: those in its part of the arrays' rows.
+
+        Every array named must have the same number of rows (the loop splits by them).
+        """
+        lengths = {len(a) for a in arrays}
+        if len(lengths) != 1:
+            sizes = ", ".join(str(len(a)) for a in arrays)
+            raise ValueError(
+                f"dopar: the loop indexes arrays with different row counts ({sizes}); "
+                "name the one whose rows split the loop: dopar[name]"
+            )
+        n = lengths.pop()
+        self.split(n)
+        r = iterations
+        return loops.dopar(r.start, r.stop, r.step, rows=n, comm=self.comm)
+
+    def dyn_range(self, iterations: range, array: np.ndarray, chunk: int) -> Iterator[int]:
+        """The iterations of a ``dodyn`` loop this rank is handed; the root's array ends complete."""
+        return loops.dodyn_range(iterations, array, chunk=chunk, comm=self.comm)
+
+    def pipe_range(self, iterations: range, array: np.ndarray, carry: int) -> Iterator[int]:
+        """The iterations of a ``pipe`` loop, after the ``carry`` rows above this rank's part."""
+        self.split(len(array))
+        return loops.pipe(array, iterations, carry=carry, comm=self.comm)
+
+    def pipe_tiles(
+        self, iterations: range, columns: range, array: np.ndarray, carry: int, chunk: int
+    ) -> Iterator[tuple[range, range]]:
+        """The (rows, columns) tiles of a ``pipe`` loop nest run as a wavefront."""
+        self.split(len(array))
+        return loops.pipe_tiles(
+            array, iterations, columns, chunk=chunk, carry=carry, comm=self.comm
+        )
+
+    # -- RONLY: timers and printing -------------------------------------------------------
+    def toggle_timer(self, name: str) -> None:
+        """Start or stop timer ``name`` (``"time"`` or ``"ttime"``) on the root (``time!``).
+
+        Stopping sets ``spmd.<name>`` to the seconds since the start; :attr:`timers` adds up
+        every start/stop pair (``spmd.timers.local()``).
+        """
+        if name not in ("time", "ttime"):
+            raise ValueError(f"name must be 'time' or 'ttime', got {name!r}")
+        if self.comm.Get_rank() != 0:
+            return
+        running = self._running.pop(name, None)
+        if running is None:
+            block: AbstractContextManager[None] = self.timers(name)
+            self._running[name] = (block, self.timers.local().get(name, 0.0))
+            block.__enter__()
+        else:
+            running[0].__exit__(None, None, None)
+            before = running[1]
+            setattr(self, name, self.timers.local()[name] - before)
+
+    def print(self, *items: Any) -> None:
+        """Print ``items`` on the root, to stderr (``print[...]``).
+
+        Directive output goes to stderr so that a program's own output (stdout) is the same
+        whether it runs serially or translated.
+        """
+        if self.comm.Get_rank() == 0:
+            print(*items, file=sys.stderr, flush=True)
+
+    # -- R2A, A2R, A2A --------------------------------------------------------------------
+    def r2a(self, *values: Any) -> tuple[Any, ...]:
+        """Every rank gets the root's values (``r2a[a, b]``), all in one message."""
+        return tuple(private_comm(self.comm).bcast(values, root=0))
+
+    def r2a_entire(self, array: np.ndarray) -> None:
+        """Every rank gets the root's entire ``array`` (``r2a[E: a]``), in place."""
+        transfers.bcast_entire(array, comm=self.comm)
+
+    def r2a_part(self, array: np.ndarray, halo: int = 0, cyclic: bool = False) -> None:
+        """Every rank gets its part of the root's ``array`` and ``halo`` rows a side (``r2a[P...]``)."""
+        self.split(len(array))
+        transfers.scatter_parts(array, halo, cyclic, comm=self.comm)
+
+    def a2r_part(self, array: np.ndarray) -> None:
+        """The root gets every rank's part of ``array`` (``a2r[P: a]``), in place."""
+        self.split(len(array))
+        transfers.gather_parts(array, comm=self.comm)
+
+    def a2a_entire(self, array: np.ndarray) -> None:
+        """Every rank gets every part of ``array`` (``a2a[E: a]``), in place."""
+        self.split(len(array))
+        transfers.allgather_parts(array, comm=self.comm)
+
+    def a2a_halo(self, array: np.ndarray, halo: int, cyclic: bool = False) -> None:
+        """Every rank gets the ``halo`` rows around its part from their owners (``a2a[P(X=n)]``)."""
+        self.split(len(array))
+        transfers.exchange_halo(array, halo, cyclic, comm=self.comm)
+
+    # -- RoR, RoA -------------------------------------------------------------------------
+    def ror(self, ops: str, *values: Any) -> tuple[Any, ...]:
+        """Reduce on the root (``ror[OP: ...]``); ``ops`` holds one operation per value.
+
+        Returns the values to rebind: on the root the reduced ones (arrays reduced in place),
+        elsewhere the local ones unchanged.
+        """
+        return tuple(transfers.reduce_values(_ops(ops, values), values, root=0, comm=self.comm))
+
+    def roa(self, ops: str, *values: Any) -> tuple[Any, ...]:
+        """Reduce on all ranks (``roa[OP: ...]``); every rank gets the reduced values."""
+        return tuple(transfers.reduce_values(_ops(ops, values), values, comm=self.comm))
+
+    def ror_into(self, op: str, source: Any, into: Any) -> Any:
+        """``ror[OP: IN=a, OUT=b]``: the root gets the reduction of ``a`` in ``b``; returns ``b``."""
+        return self._into(op, source, into, 0)
+
+    def roa_into(self, op: str, source: Any, into: Any) -> Any:
+        """``roa[OP: IN=a, OUT=b]``: every rank gets the reduction of ``a`` in ``b``."""
+        return self._into(op, source, into, None)
+
+    def _into(self, op: str, source: Any, into: Any, root: int | None) -> Any:
+        c = self.comm
+        array = isinstance(source, np.ndarray) and source.ndim > 0
+        work = np.array(source, copy=True) if array else source
+        (result,) = transfers.reduce_values([op], [work], root=root, comm=c)
+        if root is not None and c.Get_rank() != root:
+            return into
+        if array:
+            if not isinstance(into, np.ndarray) or into.shape != work.shape:
+                raise ValueError(f"OUT: must be an array of shape {work.shape} like IN")
+            into[...] = result
+            return into
+        return result
+
+
+def _ops(ops: str, values: tuple[Any, ...]) -> list[str]:
+    names = ops.split()
+    if len(names) != len(values):
+        raise ValueError(f"ops: {len(names)} operations for {len(values)} values")
+    return names
+
+
+#: The runtime translated programs use.
+spmd = Runtime()

@@ -1,0 +1,109 @@
+"""What the directive checker asks of a program's syntax tree.
+
+The names a program binds, the arrays a loop body indexes with the loop variable, the
+statements that would leave a loop early, and whether a statement is a ``for NAME in
+range(...)`` loop the translator can rewrite.
+
+Examples
+--------
+>>> import ast
+>>> loop = ast.parse("for i in range(1, 9):\\n    out[i, 1:] = img[i - 1, 1:] + img[i]\\n").body[0]
+>>> indexed_arrays(loop.body, "i"), range_loop_problem(loop)
+((['out'], ['img']), None)
+>>> sorted(assigned_names(ast.parse("import numpy as np\\nx, y = 1, 2\\ndef f(a): pass")))
+['a', 'f', 'np', 'x', 'y']
+"""
+
+from __future__ import annotations
+
+import ast
+
+__all__ = ["assigned_names", "early_exits", "indexed_arrays", "range_loop_problem"]
+
+
+def assigned_names(tree: ast.Module) -> set[str]:
+    """Every name the program binds anywhere (assignment, loop, import, def, argument, ...)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+            names.add(node.id)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, ast.alias):
+            names.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+        elif isinstance(node, ast.Global | ast.Nonlocal):
+            names.update(node.names)
+        elif isinstance(node, ast.MatchAs | ast.MatchStar) and node.name:
+            names.add(node.name)
+    return names
+
+
+def indexed_arrays(body: list[ast.stmt], var: str) -> tuple[list[str], list[str]]:
+    """Arrays indexed with ``var`` first (``a[var]``, ``a[var, ...]``): (written, read)."""
+    written: list[str] = []
+    read: list[str] = []
+    stack: list[ast.AST] = list(body)
+    while stack:
+        node = stack.pop(0)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            continue
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
+            index = (
+                node.slice.elts[0]
+                if isinstance(node.slice, ast.Tuple) and node.slice.elts
+                else node.slice
+            )
+            if isinstance(index, ast.Name) and index.id == var:
+                into = written if isinstance(node.ctx, ast.Store | ast.Del) else read
+                if node.value.id not in into:
+                    into.append(node.value.id)
+        stack.extend(ast.iter_child_nodes(node))
+    return written, read
+
+
+def early_exits(loop: ast.For) -> list[tuple[ast.stmt, str]]:
+    """``break``/``return``/``yield`` that would leave a parallel loop early."""
+    found: list[tuple[ast.stmt, str]] = []
+
+    def visit(node: ast.AST, nested_loop: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(
+                child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef
+            ):
+                continue
+            if isinstance(child, ast.Break) and not nested_loop:
+                found.append((child, "break"))
+            elif isinstance(child, ast.Return):
+                found.append((child, "return"))
+            elif isinstance(child, ast.Expr) and isinstance(child.value, ast.Yield | ast.YieldFrom):
+                found.append((child, "yield"))
+            visit(child, nested_loop or isinstance(child, ast.For | ast.While | ast.AsyncFor))
+
+    for stmt in loop.body:
+        visit(ast.Module(body=[stmt], type_ignores=[]), False)
+    return found
+
+
+def range_loop_problem(node: ast.stmt | None) -> str | None:
+    """Why ``node`` is not a ``for NAME in range(...)`` loop (None when it is)."""
+    if not isinstance(node, ast.For):
+        return "is not followed by a `for NAME in range(...)` loop"
+    if not isinstance(node.target, ast.Name):
+        return "needs a loop with one variable: `for NAME in range(...)`"
+    it = node.iter
+    if not (
+        isinstance(it, ast.Call)
+        and isinstance(it.func, ast.Name)
+        and it.func.id == "range"
+        and 1 <= len(it.args) <= 3
+        and not it.keywords
+        and not any(isinstance(a, ast.Starred) for a in it.args)
+    ):
+        return "needs a loop over `range(...)` (start, stop, step as in Python)"
+    if node.orelse:
+        return "cannot rewrite a loop with an `else:` block"
+    return None

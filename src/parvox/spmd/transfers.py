@@ -1,0 +1,301 @@
+"""Moving the rows of whole-size arrays between ranks: the seed's R2A, A2R, A2A and reductions.
+
+In the directive model every rank holds the whole array (as in SPMDlib); a rank's *part* is
+its divmod share of the rows (axis 0), and only the part (and its halo rows) is kept current.
+These functions move rows in place, so every name that refers to the array sees the result:
+
+============================  ======================================  =======================
+clause                        function                                 how
+============================  ======================================  =======================
+``r2a[E: a]``                 :func:`bcast_entire`                     collectives.bcast
+``r2a[P: a]``                 :func:`scatter_parts`                    collectives.scatterv
+``r2a[P(X=n): a]``            :func:`scatter_parts` with ``halo=n``    one message per rank
+``a2r[P: a]``                 :func:`gather_parts`                     collectives.gatherv
+``a2a[E: a]``                 :func:`allgather_parts`                  collectives.allgatherv
+``a2a[P(X=n): a]``            :func:`exchange_halo`                    neighbour messages
+``ror`` / ``roa``             :func:`reduce_values`                    one message of scalars
+============================  ======================================  =======================
+
+Neighbour rows are not clipped to the neighbouring part: a halo wider than a part takes rows
+from as many ranks as it reaches; ``cyclic=True`` (the seed's ``XC``) wraps around the ends.
+Every function first checks that all ranks hold arrays of one shape and dtype, so a mismatch
+is a clear error on every rank instead of a hang.
+
+Examples
+--------
+>>> import numpy as np
+>>> a = np.arange(12.0).reshape(4, 3)
+>>> exchange_halo(a, 1) is None          # one rank: its part is everything
+True
+>>> reduce_values(["max", "sum"], [3, 4.5])
+[3, 4.5]
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import operator
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from parvox import collectives
+from parvox.comm import get_comm, private_comm
+from parvox.decomposition import split_extent, split_owner, split_sizes
+from parvox.reductions import parse_reduction, reduce_array
+from parvox.tags import SPMD_ROWS
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
+
+__all__ = [
+    "allgather_parts",
+    "bcast_entire",
+    "exchange_halo",
+    "gather_parts",
+    "halo_rows",
+    "reduce_values",
+    "scatter_parts",
+]
+
+#: Tag of the row messages on the private communicator (from the tag registry).
+_ROWS_TAG = SPMD_ROWS.tag()
+#: How each reduction combines two values (``and``/``or`` keep the operands' type, as in C).
+_COMBINE: dict[str, Callable[[Any, Any], Any]] = {
+    "sum": operator.add,
+    "prod": operator.mul,
+    "max": lambda a, b: b if b > a else a,
+    "min": lambda a, b: b if b < a else a,
+    "land": lambda a, b: a and b,
+    "lor": lambda a, b: a or b,
+}
+
+
+def _agree(array: np.ndarray, what: str, comm: MPI.Intracomm) -> None:
+    """Raise the same ValueError on every rank unless all hold one shape and dtype."""
+    if not isinstance(array, np.ndarray) or array.ndim < 1:
+        raise TypeError(
+            f"{what}: expected a NumPy array with at least one axis, got {type(array).__name__}"
+        )
+    mine = (array.shape, array.dtype.str)
+    every = private_comm(comm).allgather(mine)
+    if any(h != every[0] for h in every):
+        held = "; ".join(
+            f"rank {r}: shape {s}, dtype {np.dtype(t)}" for r, (s, t) in enumerate(every)
+        )
+        raise ValueError(
+            f"{what}: the ranks hold different arrays ({held}); build it alike on every rank"
+        )
+
+
+def _row_counts(array: np.ndarray, size: int) -> list[int]:
+    row = math.prod(array.shape[1:])
+    return [rows * row for rows in split_sizes(array.shape[0], size)]
+
+
+def _flat(array: np.ndarray) -> np.ndarray:
+    if not array.flags.c_contiguous:
+        raise ValueError(
+            "array: must be C-contiguous to move its rows in place (np.ascontiguousarray)"
+        )
+    return array.reshape(-1)
+
+
+def bcast_entire(array: np.ndarray, root: int = 0, comm: MPI.Intracomm | None = None) -> None:
+    """Every rank gets the root's entire ``array`` (``r2a[E: a]``), in place."""
+    c = get_comm(comm)
+    _agree(array, "r2a[E: ...]", c)
+    collectives.bcast(_flat(array), root=root, comm=c)
+
+
+def scatter_parts(
+    array: np.ndarray,
+    halo: int = 0,
+    cyclic: bool = False,
+    root: int = 0,
+    comm: MPI.Intracomm | None = None,
+) -> None:
+    """Every rank gets its part of the root's ``array`` (``r2a[P: a]``), plus ``halo`` rows a side.
+
+    Without a halo this is one scatterv; with one, the root sends each rank its part and halo
+    rows together (the parts overlap, so they cannot be one scatterv).
+    """
+    c = get_comm(comm)
+    _agree(array, "r2a[P: ...]", c)
+    flat = _flat(array)
+    size, me = c.Get_size(), c.Get_rank()
+    if halo == 0:
+        from mpi4py import MPI
+
+        counts = _row_counts(array, size)
+        lo = sum(counts[:me])
+        recv = MPI.IN_PLACE if me == root else flat[lo : lo + counts[me]]
+        collectives.scatterv(flat if me == root else None, counts, recv, root=root, comm=c)
+        return
+    n = array.shape[0]
+    plan = []
+    for dst in range(size):
+        if dst == root:
+            continue
+        lo, hi = split_extent(n, size, dst)
+        rows = sorted(set(range(lo, hi)) | set(halo_rows(n, size, dst, halo, cyclic)))
+        plan += [(root, dst, a, b) for a, b in _runs(rows)]
+    _move(array, plan, c)
+
+
+def gather_parts(array: np.ndarray, root: int = 0, comm: MPI.Intracomm | None = None) -> None:
+    """The root's ``array`` gets every rank's part (``a2r[P: a]``), in place; one gatherv."""
+    c = get_comm(comm)
+    _agree(array, "a2r[P: ...]", c)
+    flat = _flat(array)
+    counts = _row_counts(array, c.Get_size())
+    me = c.Get_rank()
+    lo = sum(counts[:me])
+    send = flat if me == root else flat[lo : lo + counts[me]]
+    collectives.gatherv(send, counts, flat if me == root else None, root=root, comm=c)
+
+
+def allgather_parts(array: np.ndarray, comm: MPI.Intracomm | None = None) -> None:
+    """Every rank gets every part of ``array`` (``a2a[E: a]``), in place; one allgatherv."""
+    c = get_comm(comm)
+    _agree(array, "a2a[E: ...]", c)
+    flat = _flat(array)
+    collectives.allgatherv(flat, _row_counts(array, c.Get_size()), flat, comm=c)
+
+
+def halo_rows(n: int, size: int, rank: int, halo: int, cyclic: bool = False) -> list[int]:
+    """The rows outside ``rank``'s part that lie within ``halo`` rows of it (sorted).
+
+    A rank with an empty part needs none.
+
+    Examples
+    --------
+    >>> halo_rows(10, 3, 1, 2), halo_rows(10, 3, 0, 1, cyclic=True)
+    ([2, 3, 7, 8], [4, 9])
+    """
+    if halo < 0:
+        raise ValueError(f"halo must be >= 0, got {halo}")
+    lo, hi = split_extent(n, size, rank)
+    if lo == hi:
+        return []
+    rows: set[int] = set()
+    for k in range(1, halo + 1):
+        for row in (lo - k, hi - 1 + k):
+            row = row % n if cyclic else row
+            if 0 <= row < n and not lo <= row < hi:
+                rows.add(row)
+    return sorted(rows)
+
+
+def _runs(rows: Sequence[int]) -> list[tuple[int, int]]:
+    """Consecutive rows as ``[start, stop)`` runs."""
+    runs: list[tuple[int, int]] = []
+    for row in rows:
+        if runs and runs[-1][1] == row:
+            runs[-1] = (runs[-1][0], row + 1)
+        else:
+            runs.append((row, row + 1))
+    return runs
+
+
+def exchange_halo(
+    array: np.ndarray, halo: int, cyclic: bool = False, comm: MPI.Intracomm | None = None
+) -> None:
+    """Every rank gets the ``halo`` rows on each side of its part from their owners (``a2a[P(X=n)]``).
+
+    Each needed run of rows comes in one message from the rank that owns it, so a halo wider
+    than a neighbour's part reaches further ranks. Returns None (the rows arrive in place).
+    """
+    c = get_comm(comm)
+    _agree(array, "a2a[P(X=n): ...]", c)
+    n, size = array.shape[0], c.Get_size()
+    plan = []
+    for dst in range(size):
+        rows = halo_rows(n, size, dst, halo, cyclic)
+        for a, b in _runs(rows):
+            # split each run at part boundaries: every piece has one owner
+            start = a
+            while start < b:
+                owner = split_owner(n, size, start)
+                stop = min(b, split_extent(n, size, owner)[1])
+                plan.append((owner, dst, start, stop))
+                start = stop
+    _move(array, plan, c)
+
+
+def _move(array: np.ndarray, plan: list[tuple[int, int, int, int]], comm: MPI.Intracomm) -> None:
+    """Carry out ``(source, destination, first row, stop row)`` moves; the same plan on every rank.
+
+    Messages between two ranks are posted in plan order on both sides, so they match in order.
+    """
+    from mpi4py import MPI
+
+    me = comm.Get_rank()
+    pc = private_comm(comm)
+    requests: list[MPI.Request] = []
+    keep: list[np.ndarray] = []
+    landing: list[tuple[int, int, np.ndarray]] = []
+    for src, dst, lo, hi in plan:
+        if src == dst or me not in (src, dst):
+            continue
+        if me == src:
+            buf = np.ascontiguousarray(array[lo:hi])
+            keep.append(buf)
+            requests.append(
+                pc.Isend([buf.reshape(-1).view(np.uint8), MPI.BYTE], dest=dst, tag=_ROWS_TAG)
+            )
+        else:
+            buf = np.empty(array[lo:hi].shape, array.dtype)
+            landing.append((lo, hi, buf))
+            requests.append(
+                pc.Irecv([buf.reshape(-1).view(np.uint8), MPI.BYTE], source=src, tag=_ROWS_TAG)
+            )
+    MPI.Request.Waitall(requests)
+    for lo, hi, buf in landing:
+        array[lo:hi] = buf
+
+
+def reduce_values(
+    ops: Sequence[str],
+    values: Sequence[Any],
+    root: int | None = None,
+    comm: MPI.Intracomm | None = None,
+) -> list[Any]:
+    """Reduce each value with its op across ranks (``ror`` with ``root``, ``roa`` without).
+
+    Arrays (``ndarray`` with at least one axis) are reduced elementwise, in place, on the ranks
+    that get the result; scalars all travel in one message and are combined in rank order
+    with their own arithmetic, so a Python ``int`` stays an exact ``int``. Ranks that get no
+    result (``ror`` off the root) keep their local values.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> h = np.array([1, 2])
+    >>> total, same = reduce_values(["sum", "max"], [5, h])
+    >>> total, same is h
+    (5, True)
+    """
+    if len(ops) != len(values):
+        raise ValueError(f"ops: {len(ops)} operations for {len(values)} values")
+    for op in ops:
+        parse_reduction(op)
+    c = get_comm(comm)
+    out = list(values)
+    scalars = [k for k, v in enumerate(values) if not (isinstance(v, np.ndarray) and v.ndim)]
+    for k, v in enumerate(values):
+        if k not in scalars:
+            _agree(v, f"{ops[k]} reduction", c)
+            got = reduce_array(v, ops[k], root=root, comm=c)
+            if got is not None:
+                v[...] = got
+    if scalars:
+        mine = [values[k] for k in scalars]
+        pc = private_comm(c)
+        table = pc.allgather(mine) if root is None else pc.gather(mine, root=root)
+        if table is not None:
+            for j, k in enumerate(scalars):
+                out[k] = functools.reduce(_COMBINE[ops[k]], (row[j] for row in table))
+    return out

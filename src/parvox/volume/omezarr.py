@@ -1,0 +1,313 @@
+"""OME-Zarr in and out: a store's pyramid as an NGFF 0.4 multiscale image, and back.
+
+Export (:func:`export_ome_zarr`) writes a Zarr v2 group (NGFF 0.4 is defined on Zarr v2, with
+``/`` as the chunk key separator) holding one array per level, ``"0"`` to ``"L"``, chunked like
+the store's extents, and the group attribute ``multiscales``: axes ``z, y, x`` (``c, z, y, x``
+for RGB: NGFF puts the channel axis before the space axes) with unit ``millimeter``, and per
+level a ``scale`` transformation of ``spacing * 2**k`` and, for ``k >= 1``, a ``translation``
+of ``spacing * (2**k - 1) / 2`` (a level-k voxel centre sits at ``(j + 0.5) * 2**k - 0.5`` of
+level 0). Every rank writes the chunks of its share of the extent rows; the group is written
+beside the target and renamed into place when complete.
+
+Import (:class:`OmeZarrSource`, used by :func:`~parvox.volume.sources.open_source` and so by
+``parvox ingest``) reads the first multiscale image of an NGFF 0.4 (Zarr v2) or 0.5 (Zarr v3)
+group: level 0 slab by slab, the spacing from its scale (micrometres and nanometres are
+converted to mm), and its other levels whose scale is ``2**k`` times level 0's, which ingest
+takes as its own pyramid levels when their shapes match.
+
+Examples
+--------
+>>> import numpy as np, tempfile, os
+>>> from parvox.volume import ingest_array, VolumeStore
+>>> d = tempfile.mkdtemp()
+>>> vol = np.random.default_rng(0).integers(0, 255, (20, 21, 22), dtype=np.uint8)
+>>> p = ingest_array(vol, os.path.join(d, "v"), extent=(8, 8, 8), spacing=(2, 1, 1),
+...                  levels=1, progress=False)
+>>> out = export_ome_zarr(p, os.path.join(d, "v.ome.zarr"), progress=False)
+>>> src = OmeZarrSource(out)
+>>> src.spacing, sorted(src.level_sources), bool((src.read_slab(0, 20) == vol).all())
+((2.0, 1.0, 1.0), [1], True)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from parvox.comm import get_comm
+from parvox.decomposition import split_extent
+from parvox.volume._collective import agree
+from parvox.volume.manifest import VolumeMeta
+from parvox.volume.sources import StoreSource, store_dtype
+from parvox.volume.store import VolumeStore
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
+
+__all__ = ["NGFF_VERSION", "OmeZarrSource", "export_ome_zarr", "is_ome_zarr", "multiscales"]
+
+#: the NGFF version written
+NGFF_VERSION = "0.4"
+_UNIT_MM = {"millimeter": 1.0, "micrometer": 1e-3, "nanometer": 1e-6, "centimeter": 10.0,
+            "meter": 1e3, None: 1.0}
+
+
+def multiscales(meta: VolumeMeta, nlevels: int, name: str = "") -> list[dict[str, Any]]:
+    """The NGFF 0.4 ``multiscales`` attribute for levels ``0..nlevels-1`` of ``meta``.
+
+    Examples
+    --------
+    >>> from parvox.volume.manifest import new_meta
+    >>> ms = multiscales(new_meta((9, 9, 9), "uint8", 3, spacing=(2, 1, 1)), 2)[0]
+    >>> [a["name"] for a in ms["axes"]], ms["datasets"][1]["coordinateTransformations"][0]
+    (['c', 'z', 'y', 'x'], {'type': 'scale', 'scale': [1.0, 4.0, 2.0, 2.0]})
+    """
+    axes: list[dict[str, Any]] = [{"name": "c", "type": "channel"}] if meta.channels > 1 else []
+    axes += [{"name": n, "type": "space", "unit": "millimeter"} for n in "zyx"]
+    lead = [1.0] if meta.channels > 1 else []
+    datasets = []
+    for k in range(nlevels):
+        f = float(1 << k)
+        transforms: list[dict[str, Any]] = [
+            {"type": "scale", "scale": lead + [s * f for s in meta.spacing]}
+        ]
+        if k:
+            shift = [0.0] * len(lead) + [s * (f - 1) / 2 for s in meta.spacing]
+            transforms.append({"type": "translation", "translation": shift})
+        datasets.append({"path": str(k), "coordinateTransformations": transforms})
+    return [{
+        "version": NGFF_VERSION, "name": name, "axes": axes, "datasets": datasets,
+        "type": "mean",
+        "metadata": {"description": "2**k block means of level 0 (parvox.volume.pyramid)"},
+    }]  # fmt: skip
+
+
+def export_ome_zarr(
+    store: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    levels: int | None = None,
+    overwrite: bool = False,
+    progress: bool = True,
+    comm: MPI.Intracomm | None = None,
+) -> Path:
+    """Write levels ``0..levels`` of ``store`` as an OME-Zarr image at ``out`` (collective).
+
+    Parameters
+    ----------
+    store : path
+        A volume store (every rank reads every disk: one machine or a shared file system).
+    out : path
+        The ``.ome.zarr`` directory to create.
+    levels : int, optional
+        Pyramid levels above level 0 to export (default: all the store has).
+    overwrite : bool
+        Replace an existing ``out``.
+    progress : bool
+        A tqdm bar on rank 0.
+
+    Returns
+    -------
+    Path
+        ``out``.
+
+    Raises
+    ------
+    ValueError
+        When ``levels`` is more than the store has, or ``out`` exists without ``overwrite``.
+    """
+    import zarr
+
+    comm = get_comm(comm)
+    rank, size = comm.Get_rank(), comm.Get_size()
+    with VolumeStore(store) as st:
+        top = st.manifest
+    have = top.nlevels - 1
+    nlev = have if levels is None else int(levels)
+    if not 0 <= nlev <= have:
+        raise ValueError(
+            f"levels must be in [0, {have}] (the store has {have} pyramid levels; "
+            f"`parvox pyramid` adds more), got {levels}"
+        )
+    target = Path(out).absolute()
+    if target.exists() and not overwrite:
+        raise ValueError(f"output {target} already exists (pass overwrite=True to replace it)")
+    temp = comm.bcast(
+        target.parent / f".{target.name}.tmp-{uuid.uuid4().hex[:8]}" if rank == 0 else None
+    )
+    error: BaseException | None = None
+    if rank == 0:
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            group = zarr.open_group(str(temp), mode="w", zarr_format=2)
+            for k in range(nlev + 1):
+                m = top.at_level(k)
+                group.create_array(
+                    str(k), shape=_ome_shape(m), chunks=_ome_shape(m, m.extent),
+                    dtype=m.dtype, fill_value=0, chunk_key_encoding={"name": "v2", "separator": "/"},
+                )  # fmt: skip
+            group.attrs["multiscales"] = multiscales(top, nlev + 1, Path(store).name)
+        except Exception as exc:
+            error = exc
+    agree(comm, error, "creating the OME-Zarr group")
+    bar = None
+    try:
+        rows = []
+        for k in range(nlev + 1):
+            m = top.at_level(k)
+            a, b = split_extent(m.layout.nextents[0], size, rank)
+            rows.append((k, a, b))
+        if progress and rank == 0:
+            from tqdm import tqdm
+
+            bar = tqdm(total=sum(b - a for _, a, b in rows), unit="row", desc="export", leave=False)
+        for k, a, b in rows:
+            with VolumeStore(store, level=k) as lst:
+                src, arr = StoreSource(lst), zarr.open_array(str(temp / str(k)), mode="r+")
+                ez = lst.layout.extent[0]
+                for kz in range(a, b):
+                    z0, z1 = kz * ez, min((kz + 1) * ez, lst.meta.shape[0])
+                    slab = src.read_slab(z0, z1)
+                    if lst.meta.channels > 1:
+                        arr[:, z0:z1] = np.moveaxis(slab, -1, 0)
+                    else:
+                        arr[z0:z1] = slab
+                    if bar is not None:
+                        bar.update(1)
+    except Exception as exc:
+        error = exc
+    finally:
+        if bar is not None:
+            bar.close()
+    agree(comm, error, "writing OME-Zarr chunks")
+    if rank == 0:
+        try:
+            if target.exists():
+                shutil.rmtree(target)
+            os.replace(temp, target)
+        except Exception as exc:
+            error = exc
+            shutil.rmtree(temp, ignore_errors=True)
+    agree(comm, error if rank == 0 else None, "committing the OME-Zarr group")
+    return target
+
+
+def _ome_shape(meta: VolumeMeta, zyx: tuple[int, int, int] | None = None) -> tuple[int, ...]:
+    return ((meta.channels,) if meta.channels > 1 else ()) + tuple(zyx or meta.shape)
+
+
+def is_ome_zarr(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a Zarr group with OME ``multiscales`` metadata (NGFF 0.4 or 0.5)."""
+    return _read_multiscales(Path(path)) is not None
+
+
+def _read_multiscales(path: Path) -> list[dict[str, Any]] | None:
+    for name, pick in ((".zattrs", lambda a: a), ("zarr.json", lambda d: d.get("attributes"))):
+        f = path / name
+        if f.is_file():
+            try:
+                attrs = pick(json.loads(f.read_text(encoding="utf-8"))) or {}
+            except (OSError, ValueError):
+                return None
+            ms = attrs.get("multiscales") or (attrs.get("ome") or {}).get("multiscales")
+            if isinstance(ms, list) and ms:
+                return ms
+    return None
+
+
+class _ArrayLevel:
+    """One multiscale array as a source: ``(c?, z, y, x)`` read as ``(z, y, x[, c])``."""
+
+    def __init__(self, arr: Any, caxis: int | None, lead: tuple[Any, ...],
+                 spacing: tuple[float, float, float]) -> None:
+        self.arr, self.caxis, self.lead = arr, caxis, lead
+        zyx = [n for i, n in enumerate(arr.shape) if i >= len(lead) and i != caxis]
+        self.shape: tuple[int, int, int] = (int(zyx[0]), int(zyx[1]), int(zyx[2]))
+        self.channels = 1 if caxis is None else int(arr.shape[caxis])
+        if self.channels not in (1, 3):
+            raise ValueError(f"OME-Zarr images must have 1 or 3 channels, got {self.channels}")
+        self.dtype = store_dtype(arr.dtype)
+        if self.channels == 3 and self.dtype != np.uint8:
+            raise ValueError(f"RGB OME-Zarr images must be uint8, got {arr.dtype}")
+        self.spacing: tuple[float, float, float] | None = spacing
+
+    def read_slab(self, z0: int, z1: int) -> np.ndarray:
+        """Planes ``z0:z1``, channels last."""
+        zaxis = len(self.lead) + (1 if self.caxis is not None else 0)
+        index = list(self.lead) + [slice(None)] * (self.arr.ndim - len(self.lead))
+        index[zaxis] = slice(z0, z1)
+        block = np.asarray(self.arr[tuple(index)])
+        if self.caxis is not None:
+            block = np.moveaxis(block, 0, -1)
+            if self.channels == 1:
+                block = block[..., 0]
+        return np.ascontiguousarray(block).astype(self.dtype, copy=False)
+
+
+class OmeZarrSource(_ArrayLevel):
+    """Level 0 of an OME-Zarr multiscale image as a :class:`~parvox.volume.VolumeSource`.
+
+    Attributes
+    ----------
+    level_sources : dict of int to source
+        The image's coarser levels whose z, y, x scales are ``2**k`` times level 0's.
+
+    Raises
+    ------
+    ValueError
+        When the group has no usable multiscale image (no z, y, x space axes, a time axis
+        longer than 1, other than 1 or 3 channels).
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        import zarr
+
+        root = Path(path)
+        ms = _read_multiscales(root)
+        if ms is None:
+            raise ValueError(f"{root} is not an OME-Zarr image (no multiscales metadata)")
+        image = ms[0]
+        axes = [a if isinstance(a, dict) else {"name": a} for a in image.get("axes", [])]
+        names = [a.get("name") for a in axes]
+        if names not in (["z", "y", "x"], ["c", "z", "y", "x"], ["t", "z", "y", "x"],
+                         ["t", "c", "z", "y", "x"]):
+            raise ValueError(f"{root}: OME-Zarr axes must be [t,] [c,] z, y, x, got {names}")
+        caxis = names.index("c") if "c" in names else None
+        unit = _UNIT_MM.get(axes[-1].get("unit"))
+        if unit is None:
+            raise ValueError(f"{root}: unsupported space unit {axes[-1].get('unit')!r}")
+        datasets = image.get("datasets") or []
+        if not datasets:
+            raise ValueError(f"{root}: the multiscale image lists no datasets")
+        scales = [self._scale(ds, len(names)) for ds in datasets]
+        arrays = [zarr.open_array(str(root / ds["path"]), mode="r") for ds in datasets]
+        lead: tuple[Any, ...] = ()
+        if "t" in names:
+            t = names.index("t")
+            if arrays[0].shape[t] != 1:
+                raise ValueError(f"{root}: a time axis of {arrays[0].shape[t]} points")
+            lead = (0,) * (t + 1)
+        base = scales[0][-3:]
+        spacing = (base[0] * unit, base[1] * unit, base[2] * unit)
+        super().__init__(arrays[0], caxis, lead, spacing)
+        self.level_sources: dict[int, _ArrayLevel] = {}
+        for arr, sc in zip(arrays[1:], scales[1:], strict=True):
+            ratio = np.asarray(sc[-3:]) / np.asarray(base)
+            k = round(float(np.log2(ratio[0]))) if ratio[0] > 0 else 0
+            if k >= 1 and np.allclose(ratio, 2.0**k, rtol=1e-6):
+                f = float(1 << k)
+                self.level_sources[k] = _ArrayLevel(
+                    arr, caxis, lead, (spacing[0] * f, spacing[1] * f, spacing[2] * f)
+                )
+
+    @staticmethod
+    def _scale(dataset: dict[str, Any], ndim: int) -> list[float]:
+        for t in dataset.get("coordinateTransformations", []):
+            if t.get("type") == "scale" and "scale" in t:
+                return [float(v) for v in t["scale"]]
+        return [1.0] * ndim

@@ -1,0 +1,176 @@
+"""``parvox spmd check|translate|run``: diagnostics and exit codes, the -o file, running on N ranks."""
+
+from __future__ import annotations
+
+import pytest
+
+from parvox.cli import main
+from parvox.spmd import translate
+
+from ._helpers import check_ok, run_parvox
+
+GOOD = """\
+#$spmd init
+import sys
+
+import numpy as np
+
+a = np.zeros((7, 2))
+#$spmd dopar
+for i in range(7):
+    a[i] = i
+#$spmd a2r[P: a]
+#$spmd ronly, print["ranks:", spmd.size]
+print("args", sys.argv[1:], "sum", int(a.sum()))
+#$spmd ronly
+#$spmd end
+"""
+BAD = "#$spmd init\nx = 1\n#$spmd dopr, a2r[E: x]\n#$spmd end\n"
+
+
+@pytest.fixture
+def progs(tmp_path, monkeypatch):
+    monkeypatch.setenv("PARVOX_SPMD_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "good.py").write_text(GOOD)
+    (tmp_path / "bad.py").write_text(BAD)
+    (tmp_path / "warn.py").write_text("#$spmd init\nprint(1)\n#$spmd end\n")
+    return tmp_path
+
+
+def test_check_reports_errors_with_line_and_caret_and_exits_2(progs, capsys):
+    path = str(progs / "bad.py")
+    assert main(["spmd", "check", path]) == 2
+    out = capsys.readouterr().out.splitlines()
+    assert out == [
+        f"{path}:3:8: error: unknown clause 'dopr'; clauses are init, end, barrier, ronly, time, "
+        "ttime, print, dopar, dodyn, pipe, r2a, a2r, a2a, ror, roa, tcpus, ncpus",
+        "    #$spmd dopr, a2r[E: x]",
+        "           ^",
+        f"{path}:3:18: error: a2r moves parts only: write a2r[P: x] (E: is an entire array; use "
+        "a2a[E: ...] to give every rank all of it)",
+        "    #$spmd dopr, a2r[E: x]",
+        "                     ^",
+        f"{path}: 2 error(s), 0 warning(s)",
+    ]
+
+
+def test_check_passes_a_clean_program_and_warns_without_failing(progs, capsys):
+    assert main(["spmd", "check", str(progs / "good.py")]) == 0
+    assert capsys.readouterr().out == f"{progs / 'good.py'}: no problems found\n"
+    assert main(["spmd", "check", str(progs / "warn.py")]) == 0
+    assert "warning: print() outside a ronly region" in capsys.readouterr().out
+
+
+def test_translate_writes_the_translation(progs, capsys):
+    out = progs / "good_translated.py"
+    assert main(["spmd", "translate", str(progs / "good.py"), "-o", str(out)]) == 0
+    assert out.read_text() == translate(GOOD, "good.py")
+    assert main(["spmd", "translate", str(progs / "good.py")]) == 0
+    assert capsys.readouterr().out == translate(GOOD, "good.py")
+
+
+@pytest.mark.parametrize(
+    ("argv", "argument", "words"),
+    [
+        (
+            ["translate", "{d}/bad.py", "-o", "{d}/t.py"],
+            "argument PROG",
+            "2 error(s) in its #$spmd",
+        ),
+        (
+            ["translate", "{d}/good.py", "-o", "{d}/no/t.py"],
+            "argument -o/--output",
+            "does not exist",
+        ),
+        (["translate", "{d}/good.py", "-o", "{d}/good.py"], "argument -o/--output", "PROG itself"),
+        (["check", "{d}/missing.py"], "argument PROG", "no such file"),
+        (["check", "{d}"], "argument PROG", "is a directory"),
+        (["run", "{d}/bad.py", "-n", "2"], "argument PROG", "2 error(s)"),
+        (["run", "{d}/good.py", "-n", "0"], "argument -n/--nprocs", "must be >= 1"),
+        (["run", "{d}/good.py", "-n", "x"], "argument -n/--nprocs", "invalid int value"),
+        (["run", "{d}/good.py", "--fast"], "unknown option '--fast'", "after --"),
+        (["run"], "PROG", "required"),
+        (["-n", "2", "check", "{d}/good.py"], "argument -n/--nprocs", "only `parvox spmd run`"),
+        (["check", "{d}/good.py", "-n", "2"], "unrecognized arguments", "-n 2"),
+    ],
+)
+def test_bad_input_exits_2_naming_the_argument(progs, capsys, argv, argument, words):
+    with pytest.raises(SystemExit) as info:
+        main(["spmd", *(a.format(d=progs) for a in argv)])
+    assert info.value.code == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert argument in last and words in last, last
+    assert not (progs / "t.py").exists()
+
+
+def test_run_relaunches_on_n_ranks_with_the_programs_arguments(progs):
+    proc = run_parvox("spmd", "run", str(progs / "good.py"), "-n", "3", "--", "in.npy", "--fast")
+    check_ok(proc)
+    assert proc.stdout == "args ['in.npy', '--fast'] sum 42\n"
+    assert proc.stderr == "ranks: 3\n"
+    proc = run_parvox("spmd", "-n", "2", "run", str(progs / "good.py"), "x")
+    check_ok(proc)
+    assert (proc.stdout, proc.stderr) == ("args ['x'] sum 42\n", "ranks: 2\n")
+
+
+def test_run_inside_an_external_mpiexec_uses_the_world(progs):
+    proc = run_parvox("spmd", "run", str(progs / "good.py"), mpiexec=4)
+    check_ok(proc)
+    assert (proc.stdout, proc.stderr) == ("args [] sum 42\n", "ranks: 4\n")
+
+
+def test_run_reports_directive_errors_once_before_any_launch(progs):
+    proc = run_parvox("spmd", "run", str(progs / "bad.py"), mpiexec=3)
+    assert proc.returncode == 2
+    assert proc.stderr.count("unknown clause 'dopr'") == 1
+    assert proc.stderr.strip().splitlines()[-1].startswith("parvox spmd: error: argument PROG")
+
+
+def test_a_failing_rank_aborts_the_job_and_exit_codes_pass_through(progs):
+    (progs / "fail.py").write_text(
+        "#$spmd init\nimport numpy as np\na = np.zeros((6, 1))\n#$spmd dopar\nfor i in range(6):\n"
+        "    a[i] = 1 / (i != 5)\n#$spmd a2r[P: a]\n#$spmd end\n"
+    )
+    proc = run_parvox("spmd", "run", str(progs / "fail.py"), "-n", "3", timeout=60)
+    assert proc.returncode != 0
+    assert "parvox: rank 2 failed: ProgramFailed: fail.py failed: ZeroDivisionError" in proc.stderr
+    assert "a[i] = 1 / (i != 5)" in proc.stderr  # the traceback shows the program's line
+    (progs / "exit.py").write_text("#$spmd init\nimport sys\n#$spmd end\nsys.exit(3)\n")
+    assert run_parvox("spmd", "run", str(progs / "exit.py"), "-n", "2").returncode == 3
+
+
+SMOOTH = """\
+#$spmd init
+import numpy as np
+img = np.zeros((512, 512))
+#$spmd ronly
+img[...] = np.load("in.npy")
+#$spmd ronly, r2a[P(X=1): img]
+out = np.zeros_like(img)
+hi = -np.inf
+#$spmd dopar
+for i in range(1, 511):
+    out[i, 1:-1] = (img[i - 1, 1:-1] + img[i, 1:-1] + img[i + 1, 1:-1]) / 3
+    hi = max(hi, out[i].max())
+#$spmd roa[MAX: hi], a2r[P: out]
+#$spmd ronly
+np.save("out.npy", out / hi)
+#$spmd ronly
+#$spmd end
+"""
+
+
+def test_the_issue_example_runs_unchanged_as_python_and_on_4_ranks(progs, monkeypatch):
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    np.save(progs / "in.npy", np.random.default_rng(16).random((512, 512)))
+    (progs / "smooth.py").write_text(SMOOTH)
+    monkeypatch.chdir(progs)
+    subprocess.run([sys.executable, "smooth.py"], check=True, timeout=120)
+    serial = np.load("out.npy")
+    (progs / "out.npy").unlink()
+    check_ok(run_parvox("spmd", "run", "smooth.py", "-n", "4"))
+    assert np.array_equal(np.load("out.npy"), serial)
