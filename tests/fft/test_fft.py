@@ -196,3 +196,25 @@ def test_plan_rejects_wrong_layouts():
         plan.forward(plan.empty_input(), out=plan.empty_output().astype(np.complex64))
     spec = plan.forward(plan.empty_input(fill=1.0))
     assert float(np.abs(spec.allgather()).sum()) == 120.0
+
+
+@mpi_test(timeout=120)
+def test_plans_and_grid_communicators_go_with_their_communicator():
+    """A freed communicator takes its cached plans and grid communicators with it: the next
+    one (MPI may hand out the same handle) gets fresh ones, and the transform is right."""
+    from mpi4py import MPI
+
+    from parvox import fft
+    from parvox.distarray import DistArray
+    from parvox.fft import layout
+
+    x = _input("fftn", (5, 6, 7), False, seed=3)
+    for _ in range(3):
+        comm = MPI.COMM_WORLD.Dup()
+        d = DistArray.scatter(x if comm.Get_rank() == 0 else None, comm=comm)
+        g = fft.fftn(d, decomposition="pencil").allgather()
+        assert _rel(g, np.fft.fftn(x)) <= _tol(x.dtype)
+        grid = layout.subcomms(comm, (1, comm.Get_size()))
+        assert grid == layout.subcomms(comm, (1, comm.Get_size()))  # cached
+        comm.Free()
+        assert all(c == MPI.COMM_NULL for c in grid)  # freed with their parent

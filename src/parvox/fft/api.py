@@ -38,7 +38,8 @@ __all__ = ["fftn", "ifftn", "irfftn", "rfftn"]
 
 #: plans kept for the functional API (least recently used dropped first)
 _CACHE_SIZE = 16
-_PLANS: OrderedDict[tuple[Any, ...], DistFFT] = OrderedDict()
+#: keyval of the per-communicator plan cache (at most ``_CACHE_SIZE`` plans per communicator)
+_PLANS_KEYVAL: int | None = None
 
 
 def fftn(
@@ -177,17 +178,26 @@ def _dtypes(kind: str, dtype: np.dtype) -> tuple[np.dtype, np.dtype]:
 
 
 def _plan(shape: tuple[int, int, int], dtype: np.dtype, comm: Any, options: dict[str, Any]) -> DistFFT:
+    """The cached plan for these arguments; the cache is an attribute of ``comm`` (freed with
+    it, so a communicator that reuses a freed handle never gets a stale plan)."""
     from mpi4py import MPI
 
-    key = (shape, dtype.str, MPI.Comm.py2f(comm), tuple(sorted(options.items())))
-    plan = _PLANS.get(key)
+    global _PLANS_KEYVAL
+    if _PLANS_KEYVAL is None:
+        _PLANS_KEYVAL = MPI.Comm.Create_keyval()
+    plans: OrderedDict[tuple[Any, ...], DistFFT] | None = comm.Get_attr(_PLANS_KEYVAL)
+    if plans is None:
+        plans = OrderedDict()
+        comm.Set_attr(_PLANS_KEYVAL, plans)
+    key = (shape, dtype.str, tuple(sorted(options.items())))
+    plan = plans.get(key)
     if plan is None:
         plan = DistFFT(shape, dtype, comm=comm, **options)
-        _PLANS[key] = plan
-        while len(_PLANS) > _CACHE_SIZE:
-            _PLANS.popitem(last=False)
+        plans[key] = plan
+        while len(plans) > _CACHE_SIZE:
+            plans.popitem(last=False)
     else:
-        _PLANS.move_to_end(key)
+        plans.move_to_end(key)
     return plan
 
 
