@@ -8,7 +8,9 @@ when it completes, and a Python operator (or a built-in MPI does not define on t
 as ``max`` of booleans) with an ``MPI.Op`` created and freed the same way.
 
 Always the ``I`` form: a blocking MPI collective would not match the ``I`` form another rank
-uses while it progresses outstanding schedules (and costs about the same).
+uses while it progresses outstanding schedules (whether a rank has any is its own state). The
+price is small: ``Iallreduce`` + ``Wait`` of 8 bytes took 7.7 us against ``Allreduce``'s 5.2 us
+at 2 ranks here; parvox's own Python around the call costs more.
 
 Examples
 --------
