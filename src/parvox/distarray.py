@@ -508,7 +508,7 @@ class DistArray:
                 outside = plan.outside(b.gid, side)
                 if outside.size:
                     b.data[self._region(b, axis, _as_index(outside))] = cval
-        for src_gid, dst_gid, side, dst_idx, src_idx in plan.transfers(local, self.assignment, me):
+        for src_gid, dst_gid, _side, dst_idx, src_idx in plan.transfers(local, self.assignment, me):
             receiver = local.get(dst_gid)
             if src_gid in local:
                 piece = local[src_gid].data[self._region(local[src_gid], axis, _as_index(src_idx))]
@@ -628,8 +628,8 @@ class _HaloPlan:
         self._q, self._r = q, r
         self._cache: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
 
-    def _start(self, coord: np.ndarray) -> np.ndarray:
-        return coord * self._q + np.minimum(coord, self._r)
+    def _start(self, coord: int) -> int:
+        return coord * self._q + min(coord, self._r)
 
     def _owner(self, pos: np.ndarray) -> np.ndarray:
         q, r = self._q, self._r
@@ -667,7 +667,7 @@ class _HaloPlan:
         out = []
         for c in np.unique(coords):
             sel = coords == c
-            local = src[sel] - self._start(c) + self.ghost
+            local = src[sel] - self._start(int(c)) + self.ghost
             out.append((int(c), dst[sel], local))
         return out
 
