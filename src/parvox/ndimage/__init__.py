@@ -21,6 +21,7 @@ from parvox.ndimage.derivatives import (
     prewitt,
     sobel,
 )
+from parvox.ndimage.distance import distance_transform_edt
 from parvox.ndimage.filters import (
     convolve,
     convolve1d,
@@ -74,6 +75,7 @@ __all__ = [
     "convolve",
     "convolve1d",
     "correlate",
+    "distance_transform_edt",
     "correlate1d",
     "gaussian_filter",
     "gaussian_filter1d",

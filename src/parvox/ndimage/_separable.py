@@ -286,6 +286,8 @@ def run(x: DistArray, plan: Plan, dtype: np.dtype, output: DistArray | None) -> 
         padded = [b.data for b in padded_da.blocks]
     else:
         padded = [np.ascontiguousarray(c) for c in x.cores()]
+    if x.dtype not in _FLOATS:  # the kernels read float32/float64 (scipy reads doubles)
+        padded = [p.astype(np.float64) for p in padded]
     results = _Runner(x, plan, dtype, ghost, padded).run()
     out = output if output is not None else x.like(dtype, fill=0 if any(x.ghost) else None)
     for b, res, dst in zip(x.blocks, results, out.blocks, strict=True):
