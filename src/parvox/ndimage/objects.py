@@ -166,7 +166,9 @@ def labeled_comprehension(
     """``func`` of the values of each label (``scipy.ndimage.labeled_comprehension``).
 
     ``func`` gets a label's values (and, with ``pass_positions``, their raster positions in
-    the whole array) in raster order, on the rank that owns the label.
+    the whole array) on the rank that owns the label, in raster order. scipy passes them in
+    the order its (unstable) sort of the labels leaves them, so a function that depends on
+    the order (or a floating-point sum, to rounding) may differ from scipy's.
 
     Examples
     --------
