@@ -12,7 +12,7 @@ to the output dtype. These kernels do the same arithmetic in the same order per 
   into a double buffer like scipy's, and the taps loop outside a loop over the outputs.
 
 Arrays are 3-D ``(pre, n, post)`` (rows) or 2-D ``(lines, n)`` views: ``src`` is C-contiguous
-and addressed from ``(pre_lo, post_lo)``, ``dst`` is the output region. ``table[e]`` is the
+(numba then knows its rows are, and vectorises), ``dst`` is the output region. ``table[e]`` is the
 source index along the axis of extended position ``e`` (output ``j`` reads ``e = j .. j +
 size - 1``), or ``-1`` where the value is ``cval``. ``sym`` is scipy's symmetry flag of the
 weights (1 symmetric, -1 antisymmetric, 0 neither). No fast-math: every addition and
@@ -25,7 +25,7 @@ Examples
 >>> w = np.array([0.25, 0.5, 0.25])
 >>> table = np.array([0, 0, 1, 2, 2])                    # "nearest" along axis 0
 >>> out = np.empty_like(a)
->>> correlate_rows(a.reshape(1, 3, 4), 0, 0, out.reshape(1, 3, 4), w, table, 1, 0.0)
+>>> correlate_rows(a.reshape(1, 3, 4), out.reshape(1, 3, 4), w, table, 1, 0.0)
 >>> bool(np.array_equal(out, ndi.correlate1d(a, w, axis=0, mode="nearest")))
 True
 """
@@ -50,7 +50,7 @@ def _all_inside(table: np.ndarray, start: int, size: int) -> bool:
 
 @_jit
 def correlate_rows(
-    src: np.ndarray, pre_lo: int, post_lo: int, dst: np.ndarray, w: np.ndarray,
+    src: np.ndarray, dst: np.ndarray, w: np.ndarray,
     table: np.ndarray, sym: int, cval: float,
 ) -> None:
     """Correlate along axis 1 of ``(pre, n, post)`` arrays (scipy's ``NI_Correlate1D``)."""
@@ -60,7 +60,7 @@ def correlate_rows(
     s2 = size - s1 - 1
     acc = np.empty(post, np.float64)
     for i in range(pre):
-        plane = src[pre_lo + i]
+        plane = src[i]
         for j in range(n_out):
             out = dst[i, j]
             if _all_inside(table, j, size):
@@ -68,7 +68,7 @@ def correlate_rows(
                     row = plane[table[j + s1]]
                     w0 = w[s1]
                     for k in range(post):
-                        acc[k] = np.float64(row[post_lo + k]) * w0
+                        acc[k] = np.float64(row[k]) * w0
                     for jj in range(-s1, 0):
                         ra = plane[table[j + s1 + jj]]
                         rb = plane[table[j + s1 - jj]]
@@ -76,26 +76,26 @@ def correlate_rows(
                         if sym > 0:
                             for k in range(post):
                                 acc[k] += (
-                                    np.float64(ra[post_lo + k]) + np.float64(rb[post_lo + k])
+                                    np.float64(ra[k]) + np.float64(rb[k])
                                 ) * wj
                         else:
                             for k in range(post):
                                 acc[k] += (
-                                    np.float64(ra[post_lo + k]) - np.float64(rb[post_lo + k])
+                                    np.float64(ra[k]) - np.float64(rb[k])
                                 ) * wj
                 else:
                     row = plane[table[j + s1 + s2]]
                     wl = w[s1 + s2]
                     for k in range(post):
-                        acc[k] = np.float64(row[post_lo + k]) * wl
+                        acc[k] = np.float64(row[k]) * wl
                     for jj in range(-s1, s2):
                         ra = plane[table[j + s1 + jj]]
                         wj = w[s1 + jj]
                         for k in range(post):
-                            acc[k] += np.float64(ra[post_lo + k]) * wj
+                            acc[k] += np.float64(ra[k]) * wj
             else:  # some taps read cval: the same sums, value by value
                 for k in range(post):
-                    acc[k] = _tap_sum(plane, table, j, post_lo + k, w, sym, cval)
+                    acc[k] = _tap_sum(plane, table, j, k, w, sym, cval)
             for k in range(post):
                 out[k] = acc[k]
 
@@ -128,7 +128,7 @@ def _tap_sum(
 
 @_jit
 def correlate_lines(
-    src: np.ndarray, pre_lo: int, dst: np.ndarray, w: np.ndarray, table: np.ndarray,
+    src: np.ndarray, dst: np.ndarray, w: np.ndarray, table: np.ndarray,
     sym: int, cval: float,
 ) -> None:
     """Correlate along the last axis of ``(lines, n)`` arrays (scipy's ``NI_Correlate1D``)."""
@@ -139,7 +139,7 @@ def correlate_lines(
     ext = np.empty(n_out + size - 1, np.float64)
     acc = np.empty(n_out, np.float64)
     for i in range(lines):
-        line = src[pre_lo + i]
+        line = src[i]
         for e in range(ext.size):
             t = table[e]
             ext[e] = cval if t < 0 else np.float64(line[t])
@@ -175,7 +175,7 @@ def correlate_lines(
 
 @_jit
 def uniform_rows(
-    src: np.ndarray, pre_lo: int, post_lo: int, dst: np.ndarray, size: int, table: np.ndarray,
+    src: np.ndarray, dst: np.ndarray, size: int, table: np.ndarray,
     cval: float, state: np.ndarray, fresh: bool,
 ) -> None:
     """Box filter along axis 1 of ``(pre, n, post)`` arrays (scipy's ``NI_UniformFilter1D``).
@@ -190,14 +190,14 @@ def uniform_rows(
     d = np.float64(size)
     tmp = np.empty(post, np.float64)
     for i in range(pre):
-        plane = src[pre_lo + i]
+        plane = src[i]
         first = 0
         if fresh:
             for k in range(post):
                 tmp[k] = 0.0
             for e in range(1, size + 1):
                 for k in range(post):
-                    tmp[k] += _value(plane, table, e, post_lo + k, cval)
+                    tmp[k] += _value(plane, table, e, k, cval)
             out = dst[i, 0]
             for k in range(post):
                 out[k] = tmp[k] / d
@@ -211,11 +211,11 @@ def uniform_rows(
             if ta >= 0 and tb >= 0:
                 ra, rb = plane[ta], plane[tb]
                 for k in range(post):
-                    tmp[k] += np.float64(ra[post_lo + k]) - np.float64(rb[post_lo + k])
+                    tmp[k] += np.float64(ra[k]) - np.float64(rb[k])
             else:
                 for k in range(post):
-                    tmp[k] += _value(plane, table, j + size, post_lo + k, cval) - _value(
-                        plane, table, j, post_lo + k, cval
+                    tmp[k] += _value(plane, table, j + size, k, cval) - _value(
+                        plane, table, j, k, cval
                     )
             for k in range(post):
                 out[k] = tmp[k] / d
@@ -225,7 +225,7 @@ def uniform_rows(
 
 @_jit
 def uniform_lines(
-    src: np.ndarray, pre_lo: int, dst: np.ndarray, size: int, table: np.ndarray, cval: float,
+    src: np.ndarray, dst: np.ndarray, size: int, table: np.ndarray, cval: float,
     state: np.ndarray, fresh: bool,
 ) -> None:
     """Box filter along the last axis of ``(lines, n)`` arrays; see :func:`uniform_rows`."""
@@ -233,7 +233,7 @@ def uniform_lines(
     d = np.float64(size)
     ext = np.empty(n_out + size, np.float64)
     for i in range(lines):
-        line = src[pre_lo + i]
+        line = src[i]
         for e in range(ext.size):
             t = table[e]
             ext[e] = cval if t < 0 else np.float64(line[t])

@@ -173,20 +173,28 @@ def _as3(a: np.ndarray, axis: int) -> np.ndarray:
 
 
 class _Runner:
-    """Runs the passes of a plan over the padded blocks of one DistArray."""
+    """Runs the passes of a plan over the padded blocks of one DistArray.
+
+    The last pass writes straight into the output blocks (``targets``) where its region can
+    be addressed as one run of rows: every axis but the first and the pass's own is unsplit.
+    """
 
     def __init__(self, x: DistArray, plan: Plan, dtype: np.dtype, ghost: tuple[int, ...],
-                 padded: list[np.ndarray]) -> None:
+                 padded: list[np.ndarray], targets: list[np.ndarray | None]) -> None:
         self.x = x
         self.plan = plan
         self.dtype = dtype
         self.ghost = ghost
         self.src = padded
         self.work = [np.empty(p.shape, dtype) for p in padded] if plan.lines else []
+        self.targets = targets
+        self.written = [False] * len(padded)
+        self.last = False
 
     def run(self) -> list[np.ndarray]:
-        """Every block's padded result (the core is the filter's result)."""
+        """Every block's padded result (the core is the filter's result), unless ``written``."""
         for k, line in enumerate(self.plan.lines):
+            self.last = k == len(self.plan.lines) - 1
             if line.kind == "uniform" and self.x.grid.grid[line.axis] > 1:
                 self._uniform_in_order(line)
             else:
@@ -199,33 +207,53 @@ class _Runner:
                 self.work[i] = old if k > 0 else np.empty(old.shape, self.dtype)
         return self.src
 
+    def _views(self, i: int, a: int) -> tuple[np.ndarray, np.ndarray, bool]:
+        """(source as (pre, n, post), destination region, whether it is the output block)."""
+        b = self.x.blocks[i]
+        g = self.ghost[a]
+        n = b.extents[a][1] - b.extents[a][0]
+        src = np.ascontiguousarray(self.src[i])
+        s3 = _as3(src, a)
+        target = self.targets[i]
+        direct = (
+            self.last and target is not None
+            and all(self.ghost[k] == 0 for k in range(1, self.x.ndim) if k != a)
+        )
+        if not direct:
+            return s3, _as3(self.work[i], a)[:, g : g + n, :], False
+        if a > 0:  # rows of the core along the first axis only
+            g0, n0 = self.ghost[0], b.shape[0]
+            per = s3.shape[0] // src.shape[0]
+            s3 = s3[g0 * per : (g0 + n0) * per]
+        assert target is not None
+        return s3, _as3(target, a), True
+
     def _pass(self, i: int, line: Line, state: np.ndarray | None, fresh: bool) -> np.ndarray | None:
         b = self.x.blocks[i]
         a = line.axis
         g = self.ghost[a]
         n = b.extents[a][1] - b.extents[a][0]
-        src = np.ascontiguousarray(self.src[i])
         wrap_ghost = line.mode == "wrap" and g > 0
         table = _table(line, b.extents[a], g, self.x.shape[a], n, g, wrap_ghost)
-        dst = self.work[i]
-        s3, d3 = _as3(src, a), _as3(dst, a)[:, g : g + n, :]
+        s3, d3, direct = self._views(i, a)
+        self.written[i] = direct
         if line.kind == "correlate":
             assert line.weights is not None
             if s3.shape[2] == 1:
                 _kernels.correlate_lines(
-                    s3[:, :, 0], 0, d3[:, :, 0], line.weights, table, line.sym, line.cval
+                    s3[:, :, 0], d3[:, :, 0], line.weights, table, line.sym, line.cval
                 )
             else:
-                _kernels.correlate_rows(s3, 0, 0, d3, line.weights, table, line.sym, line.cval)
+                _kernels.correlate_rows(s3, d3, line.weights, table, line.sym, line.cval)
             return None
         if state is None:
             state = np.zeros((s3.shape[0], s3.shape[2]))
         if s3.shape[2] == 1:
             _kernels.uniform_lines(
-                s3[:, :, 0], 0, d3[:, :, 0], line.size, table, line.cval, state, fresh
+                s3[:, :, 0], d3[:, :, 0], line.size, table, line.cval, state, fresh
             )
         else:
-            _kernels.uniform_rows(s3, 0, 0, d3, line.size, table, line.cval, state, fresh)
+            _kernels.uniform_rows(s3, d3, line.size, table, line.cval, state, fresh)
         return state
 
     def _uniform_in_order(self, line: Line) -> None:
@@ -246,8 +274,8 @@ class _Runner:
         for i in order:
             b = x.blocks[i]
             before = grid.neighbour(b.gid, a, -1) if grid.coords(b.gid)[a] > 0 else None
-            shape3 = _as3(self.src[i], a).shape
-            state = np.empty((shape3[0], shape3[2]))
+            s3 = self._views(i, a)[0]
+            state = np.empty((s3.shape[0], s3.shape[2]))
             if before is None:
                 fresh = True
             elif before in local:
@@ -288,9 +316,17 @@ def run(x: DistArray, plan: Plan, dtype: np.dtype, output: DistArray | None) -> 
         padded = [np.ascontiguousarray(c) for c in x.cores()]
     if x.dtype not in _FLOATS:  # the kernels read float32/float64 (scipy reads doubles)
         padded = [p.astype(np.float64) for p in padded]
-    results = _Runner(x, plan, dtype, ghost, padded).run()
     out = output if output is not None else x.like(dtype, fill=0 if any(x.ghost) else None)
-    for b, res, dst in zip(x.blocks, results, out.blocks, strict=True):
+    adopt = output is None and not any(ghost) and not any(x.ghost) and plan.lines
+    targets = [None if adopt or not d.core.flags.c_contiguous else d.core for d in out.blocks]
+    runner = _Runner(x, plan, dtype, ghost, padded, targets)
+    results = runner.run()
+    for b, res, dst, written in zip(x.blocks, results, out.blocks, runner.written, strict=True):
+        if written:
+            continue
+        if adopt:
+            dst.data = res  # the last pass's buffer is the block: no copy
+            continue
         core = tuple(slice(g, g + hi - lo) for g, (lo, hi) in zip(ghost, b.extents, strict=True))
         dst.core[...] = res[core]
     return out
