@@ -185,9 +185,19 @@ def label(input: DistArray, structure: Any = None, output: Any = None) -> Any:
         dtype = out.dtype
     else:
         dtype = work if out_arg is None else np.dtype(out_arg)
-    result = out if out is not None else x.like(dtype, fill=0 if any(x.ghost) else None)
+    result = out if out is not None else x.like(dtype, ghost=0)
     num = _label_into(x, st, work, result)
+    if out is None and any(x.ghost):  # the input's ghost widths, zero-filled, as before
+        result = result.with_ghost(x.ghost)
+        for b in result.blocks:
+            _zero_ghosts(b)
     return num if out is not None else (result, num)
+
+
+def _zero_ghosts(b: Any) -> None:
+    mask = np.ones(b.data.shape, bool)
+    mask[b.core_slices] = False
+    b.data[mask] = 0
 
 
 def _label_into(x: DistArray, st: np.ndarray, work: np.dtype, result: DistArray) -> int:
@@ -200,8 +210,7 @@ def _label_into(x: DistArray, st: np.ndarray, work: np.dtype, result: DistArray)
         return 0
     ghost = tuple(1 if g > 1 else 0 for g in x.grid.grid)
     grid = BlockGrid(x.grid.shape, x.grid.grid, (False,) * x.ndim)
-    w = DistArray(grid, work, ghost=ghost, assignment=x.assignment, comm=comm,
-                  fill=0 if any(ghost) else None)
+    w = DistArray(grid, work, ghost=ghost, assignment=x.assignment, comm=comm)
     counts = [int(ndi.label(src, st, output=dst.core)) for src, dst in zip(
         x.cores(), w.blocks, strict=True)]
     per_rank = np.array(comm.allgather(sum(counts)), np.int64)
@@ -231,7 +240,11 @@ def _label_into(x: DistArray, st: np.ndarray, work: np.dtype, result: DistArray)
     w.exchange_halo("constant", 0)
     steps = [tuple(int(v) - 1 for v in p) for p in np.argwhere(st) if np.any(p != 1)]
     found = [_face_pairs(b.data, b.core_slices, ghost, steps) for b in w.blocks]
-    pairs = np.unique(np.concatenate(found, axis=1), axis=1) if found else np.empty((2, 0), np.int64)
+    pairs = np.empty((2, 0), np.int64)
+    if found:  # distinct pairs: one int64 key each sorts far faster than unique columns
+        both = np.concatenate(found, axis=1)
+        codes = np.unique(both[0] * (int(starts[-1]) + 1) + both[1])
+        pairs = np.stack(np.divmod(codes, int(starts[-1]) + 1))
     for b, off, regions in zip(w.blocks, offsets, shells, strict=False):
         for r in regions:
             v = b.data[r]
@@ -271,8 +284,13 @@ def _finish(w: DistArray, result: DistArray, lut_of: dict[int, np.ndarray], comm
         cast[gid] = c
     if not comm.allreduce(ok, op=_land()):
         raise RuntimeError("insufficient bit-depth in requested output type")
+    in_place = result.dtype == w.dtype and not any(result.ghost)
     for b, dst in zip(w.blocks, result.blocks, strict=True):
-        _relabel(b.core, cast[b.gid], dst.core)
+        if in_place and b.core.flags.c_contiguous:
+            _relabel(b.core, cast[b.gid], b.core)  # the work array becomes the result
+            dst.data = b.core
+        else:
+            _relabel(b.core, cast[b.gid], dst.core)
 
 
 def _land() -> Any:
