@@ -48,6 +48,8 @@ MODULES = (
 DISTRIBUTED = ("input", "labels", "mask")
 #: parameters through which scipy writes results into an array the caller passes
 OUTPUTS = ("output", "distances", "indices")
+#: the job's own stderr (kept when the silent ranks send theirs to /dev/null)
+_STDERR = os.dup(2)
 #: seconds one test may take on one rank before the job is declared deadlocked
 TEST_TIMEOUT = float(os.environ.get("PARVOX_ORACLE_TIMEOUT", "120"))
 
@@ -192,9 +194,11 @@ class Recorder:
         while True:
             time.sleep(5.0)
             if self.current and time.monotonic() - self.started > TEST_TIMEOUT:
-                # pytest captures sys.stderr: write to the process's own stderr
-                os.write(2, f"scipy_oracle: {self.current} exceeded {TEST_TIMEOUT:g} s\n".encode())
-                faulthandler.dump_traceback(file=sys.__stderr__, all_threads=True)
+                # pytest captures sys.stderr, and the ranks but 0 run silently: write to the
+                # stderr the job started with
+                os.write(_STDERR, f"scipy_oracle: {self.current} exceeded {TEST_TIMEOUT:g} s "
+                         f"on rank {self.oracle.rank}\n".encode())
+                faulthandler.dump_traceback(file=_STDERR, all_threads=True)
                 os._exit(3)
 
     def _reaches_parvox(self, item: Any) -> bool:

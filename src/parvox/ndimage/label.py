@@ -216,8 +216,9 @@ def _label_into(x: DistArray, st: np.ndarray, work: np.dtype, result: DistArray)
     per_rank = np.array(comm.allgather(sum(counts)), np.int64)
     starts = np.concatenate([[0], np.cumsum(per_rank)])
     if x.grid.nblocks == 1:  # one block: scipy's labels are the answer
-        if result.dtype == work and not any(result.ghost) and result.blocks:
-            result.blocks[0].data = w.blocks[0].data  # adopt, no copy
+        if result.dtype == work and not any(result.ghost):  # the same on every rank
+            for b, dst in zip(w.blocks, result.blocks, strict=True):
+                dst.data = b.data  # adopt, no copy
         else:
             for b, dst in zip(w.blocks, result.blocks, strict=True):
                 dst.core[...] = b.core  # scipy casts its labels the same way
