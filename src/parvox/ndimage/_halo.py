@@ -70,7 +70,7 @@ def norm_axes(axes: int | Sequence[int] | None, ndim: int) -> tuple[int, ...]:
     """The filtered axes as non-negative ints (scipy's ``axes=`` semantics)."""
     if axes is None:
         return tuple(range(ndim))
-    raw = [axes] if isinstance(axes, numbers.Integral) else list(axes)
+    raw: list[Any] = [axes] if isinstance(axes, numbers.Integral) else list(axes)  # type: ignore[arg-type]
     out = []
     for a in raw:
         try:
