@@ -141,7 +141,7 @@ def run_parvox(
     nranks: int, n: int, keep: str, breakdown: bool, ops: tuple[str, ...]
 ) -> dict[str, Any]:
     """Launch :func:`worker` under ``mpiexec -n nranks``; return its figures."""
-    from parvox.comm import launch_command
+    from parvox.launch import launch_command
 
     report = os.path.join(keep, f"parvox{nranks}.json")
     argv = [__file__, "--worker", "--size", str(n), "--report", report, "--keep", keep]

@@ -85,7 +85,7 @@ def worker(path: str, report: str, keep: str, repeats: int) -> None:
 
 def run_parvox(nranks: int, path: str, keep: str) -> dict[str, Any]:
     """Launch :func:`worker` under ``mpiexec -n nranks``; return its figures."""
-    from parvox.comm import launch_command
+    from parvox.launch import launch_command
 
     report = os.path.join(keep, f"parvox{nranks}.json")
     argv = [__file__, "--worker", path, "--report", report, "--keep", keep]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from parvox.comm import launch_command
+from parvox.launch import launch_command
 
 ORACLE = str(Path(__file__).with_name("scipy_oracle.py"))
 

@@ -37,7 +37,7 @@ import numpy as np
 
 from parvox.cli import UsageError
 from parvox.cli._common import add_in_out, check_in_out, slab_layout
-from parvox.distarray import MODES, parse_mode
+from parvox.distarray import MODES, parse_boundary_mode
 
 __all__ = ["HELP", "OPS", "add_arguments", "run", "validate"]
 
@@ -133,7 +133,7 @@ def validate(args: argparse.Namespace) -> None:
     if args.op.startswith("grey_") and args.iterations < 1:
         raise UsageError("--iterations", f"grey_* repeats must be >= 1, got {args.iterations}")
     try:
-        args.mode = parse_mode(args.mode)
+        args.mode = parse_boundary_mode(args.mode)
     except ValueError:
         raise UsageError(
             "--mode", f"unknown mode {args.mode!r}; choose one of {', '.join(MODES)}"

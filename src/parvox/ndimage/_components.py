@@ -117,7 +117,7 @@ def resolve(
             lower = got < values[idx]
             changed |= bool(lower.any())
             values[idx] = np.minimum(values[idx], got)
-        if not reduce_array(np.array([changed]), "lor", comm=comm)[0]:  # type: ignore[index]
+        if not reduce_array(np.array([changed]), "lor", comm=comm)[0]:
             break
     own_nodes = nodes[mine] - 1 - first
     final[own_nodes] = values[mine]

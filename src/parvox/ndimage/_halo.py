@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from parvox.decomposition import BlockGrid
-from parvox.distarray import DistArray, parse_mode
+from parvox.distarray import DistArray, parse_boundary_mode
 
 __all__ = [
     "apply_padded",
@@ -104,7 +104,7 @@ def axis_modes(mode: str | Sequence[str], axes: tuple[int, ...], ndim: int) -> l
     modes = per_axis(mode, len(axes), "mode")
     exchange = ["constant"] * ndim
     for a, m in zip(axes, modes, strict=True):
-        exchange[a] = parse_mode(m)
+        exchange[a] = parse_boundary_mode(m)
     return exchange
 
 

@@ -44,7 +44,7 @@ import numpy as np
 from scipy.ndimage._filters import _gaussian_kernel1d  # scipy's own weights, bit for bit
 
 from parvox.decomposition import BlockGrid
-from parvox.distarray import DistArray, _fold, parse_mode
+from parvox.distarray import DistArray, _fold, parse_boundary_mode
 from parvox.ndimage import _kernels
 
 __all__ = ["Line", "Plan", "run", "supported"]
@@ -92,7 +92,7 @@ class Line:
     def correlate(cls, axis: int, weights: Any, mode: str, cval: float, origin: int) -> Line:
         """``scipy.ndimage.correlate1d`` (real weights, after scipy accepted the call)."""
         w = np.ascontiguousarray(weights, dtype=np.float64)
-        return cls(axis, "correlate", w.size, operator.index(origin), parse_mode(mode),
+        return cls(axis, "correlate", w.size, operator.index(origin), parse_boundary_mode(mode),
                    float(cval), w, _symmetry(w))
 
     @classmethod
@@ -107,7 +107,7 @@ class Line:
     @classmethod
     def uniform(cls, axis: int, size: int, mode: str, cval: float, origin: int) -> Line:
         """``scipy.ndimage.uniform_filter1d``."""
-        return cls(axis, "uniform", int(size), operator.index(origin), parse_mode(mode),
+        return cls(axis, "uniform", int(size), operator.index(origin), parse_boundary_mode(mode),
                    float(cval))
 
 

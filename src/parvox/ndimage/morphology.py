@@ -331,7 +331,7 @@ def _fill_by_labels(background: DistArray, st3: np.ndarray) -> DistArray:
                 if at_edge and np.any(steps[:, a] == side):
                     face = np.take(core, index, axis=a)
                     seen[np.unique(face)] = True
-    seen = reductions.reduce_array(seen, "lor", comm=background.comm)  # type: ignore[assignment]
+    seen = reductions.reduce_array(seen, "lor", comm=background.comm)
     seen[0] = False  # label 0: the input's objects themselves
     filled = labels.like(bool)
     for lab, dst in zip(labels.cores(), filled.cores(), strict=True):

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import scipy.ndimage as ndi
 
-from parvox.distarray import PAD_MODES, DistArray, parse_mode
+from parvox.distarray import PAD_MODES, DistArray, parse_boundary_mode
 from parvox.ndimage._halo import (
     apply_padded,
     axis_modes,
@@ -192,7 +192,7 @@ def _network_kernel(
     n = int(footprint.sum())
     if dtype != x.dtype or not supports(dtype, n) or not 0 < k < n - 1:
         return scipy_kernel
-    mode = parse_mode(mode)
+    mode = parse_boundary_mode(mode)
     pad_kw: dict[str, Any] = {"mode": PAD_MODES[mode]}
     if mode == "constant":
         with np.errstate(all="ignore"):
