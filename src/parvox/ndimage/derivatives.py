@@ -217,7 +217,7 @@ def gaussian_gradient_magnitude(
     --------
     >>> x = DistArray.scatter(np.tile(np.arange(8.0), (5, 1)))
     >>> round(float(gaussian_gradient_magnitude(x, 1.0).allgather()[2, 4]), 6)
-    0.998809
+    0.999393
     """
     x = check_input(input)
     probe(lambda b: ndi.gaussian_gradient_magnitude(b, sigma, resolve_output(output, x)[0],
