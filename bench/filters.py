@@ -1,7 +1,7 @@
-"""Benchmark: distributed Gaussian and median filters against scipy.ndimage and dask-image.
+"""Benchmark: distributed Gaussian and uniform filters against scipy.ndimage and dask-image.
 
-Gaussian (sigma 4) and median (size 5) of a float32 image (8192x8192; ``--quick``: 2048x2048),
-in one run:
+Gaussian (sigma 4) and uniform (size 9) filters of a float32 image (8192x8192; ``--quick``:
+2048x2048), in one run (``--ops`` picks others: ``median``, size 5):
 
 - ``scipy``: ``scipy.ndimage`` in this process (one core);
 - ``dask-image``: ``dask_image.ndfilters`` on a dask array in 2 row chunks, threaded scheduler
@@ -13,17 +13,18 @@ compute, barrier to barrier, maximum over ranks); scattering the image from rank
 gathering the result are timed and reported separately, and at 2 ranks also the halo exchange
 alone and the local filter alone, to show where the time goes. The machine may be shared:
 every round runs each peer once, in a rotating order, so a drifting background load spreads
-over all peers alike; the figures are medians over ``--repeats`` rounds. The parvox and
-dask-image results are checked against scipy's (equal bit for bit for the median; to
-rounding for the Gaussian).
+over all peers alike; the figures are medians over ``--repeats`` rounds. parvox's results are
+checked against scipy's bit for bit, dask-image's to rounding.
 
-Prints a table, saves a bar chart under ``bench/results/`` (its path is printed) and ends with
-``ratio: parvox(2 ranks)/scipy = X`` over the two filters' summed times.
+Prints a table (each filter alone and their sum), saves a bar chart under ``bench/results/``
+(its path is printed) and ends with ``ratio: parvox(2 ranks)/scipy = X`` over the filters'
+summed times.
 
 Usage::
 
     python bench/filters.py --quick
     python bench/filters.py            # 8192x8192; several minutes on 2 cores
+    python bench/filters.py --quick --ops gaussian,uniform,median
 """
 
 from __future__ import annotations
@@ -43,8 +44,9 @@ from typing import Any
 import numpy as np
 
 SIGMA = 4.0
-SIZE = 5
-OPS = ("gaussian", "median")
+SIZE = {"uniform": 9, "median": 5}
+OPS = ("gaussian", "uniform")
+KNOWN_OPS = ("gaussian", "uniform", "median")
 RESULTS = Path(__file__).resolve().parent / "results"
 #: one thread per process everywhere, so N ranks use N cores
 _ONE_THREAD = {
@@ -65,11 +67,25 @@ def scipy_filter(op: str) -> Callable[[np.ndarray], np.ndarray]:
 
     if op == "gaussian":
         return lambda a: ndi.gaussian_filter(a, SIGMA)
-    return lambda a: ndi.median_filter(a, size=SIZE)
+    return lambda a: getattr(ndi, f"{op}_filter")(a, size=SIZE[op])
+
+
+def parvox_filter(op: str) -> Callable[[Any], Any]:
+    """The parvox.ndimage call for ``op``."""
+    from parvox import ndimage
+
+    if op == "gaussian":
+        return lambda x: ndimage.gaussian_filter(x, SIGMA)
+    return lambda x: getattr(ndimage, f"{op}_filter")(x, size=SIZE[op])
+
+
+def halo(op: str) -> int:
+    """Rows a block needs from each neighbour for ``op``."""
+    return int(4.0 * SIGMA + 0.5) if op == "gaussian" else SIZE[op] // 2 + 1
 
 
 # ------------------------------------------------------------------ the MPI worker
-def worker(n: int, report: str, keep: str, breakdown: bool) -> None:
+def worker(n: int, report: str, keep: str, breakdown: bool, ops: tuple[str, ...]) -> None:
     """Run on every rank under mpiexec: scatter, each filter once (timed), gather.
 
     Root writes the figures as JSON and the results as .npy files under ``keep``. With
@@ -78,7 +94,6 @@ def worker(n: int, report: str, keep: str, breakdown: bool) -> None:
     """
     from mpi4py import MPI
 
-    from parvox import ndimage
     from parvox.distarray import DistArray
 
     comm = MPI.COMM_WORLD
@@ -94,22 +109,18 @@ def worker(n: int, report: str, keep: str, breakdown: bool) -> None:
 
     image = make_image(n) if root else None
     small = DistArray.scatter(make_image(256) if root else None, axis=0)
-    for op in OPS:  # warm up (imports, lazy initialisation) on a small image, untimed
+    apply = {op: parvox_filter(op) for op in ops}
+    for op in ops:  # warm up (imports, compilation, lazy initialisation), untimed
         scipy_filter(op)(np.zeros((64, 64), np.float32))
-    ndimage.gaussian_filter(small, SIGMA), ndimage.median_filter(small, size=SIZE)
+        apply[op](small)
     figures: dict[str, Any] = {}
     figures["scatter"], d = span(lambda: DistArray.scatter(image, axis=0))
     image = None
-    apply = {
-        "gaussian": lambda x: ndimage.gaussian_filter(x, SIGMA),
-        "median": lambda x: ndimage.median_filter(x, size=SIZE),
-    }
-    halo = {"gaussian": int(4.0 * SIGMA + 0.5), "median": SIZE // 2}
-    for op in OPS:
+    for op in ops:
         figures[op], result = span(lambda f=apply[op]: f(d))
         if breakdown:
             # where the time goes: the halo exchange alone (padded copy + messages) ...
-            g = halo[op] if comm.Get_size() > 1 else 0
+            g = halo(op) if comm.Get_size() > 1 else 0
             figures[f"{op} halo"], padded = span(
                 lambda g=g: d.with_ghost((g, 0)).exchange_halo("constant") if g else d
             )
@@ -126,12 +137,15 @@ def worker(n: int, report: str, keep: str, breakdown: bool) -> None:
         Path(report).write_text(json.dumps(figures))
 
 
-def run_parvox(nranks: int, n: int, keep: str, breakdown: bool) -> dict[str, Any]:
+def run_parvox(
+    nranks: int, n: int, keep: str, breakdown: bool, ops: tuple[str, ...]
+) -> dict[str, Any]:
     """Launch :func:`worker` under ``mpiexec -n nranks``; return its figures."""
     from parvox.launch import launch_command
 
     report = os.path.join(keep, f"parvox{nranks}.json")
     argv = [__file__, "--worker", "--size", str(n), "--report", report, "--keep", keep]
+    argv += ["--ops", ",".join(ops)]
     argv += ["--breakdown"] if breakdown else []
     env = dict(os.environ, **_ONE_THREAD)
     proc = subprocess.run(launch_command(nranks, argv), env=env, capture_output=True, text=True)
@@ -151,7 +165,7 @@ def dask_filter(op: str) -> Callable[[np.ndarray], np.ndarray]:
         if op == "gaussian":
             lazy = ndfilters.gaussian_filter(darr, sigma=SIGMA)
         else:
-            lazy = ndfilters.median_filter(darr, size=SIZE)
+            lazy = getattr(ndfilters, f"{op}_filter")(darr, size=SIZE[op])
         with dask.config.set(scheduler="threads", num_workers=2):
             return lazy.compute()
 
@@ -166,8 +180,9 @@ def once(func: Callable[[np.ndarray], Any], image: np.ndarray) -> tuple[float, A
 
 
 def check(op: str, got: np.ndarray, want: np.ndarray, who: str) -> None:
-    """Stop when a peer's or parvox's result differs from scipy's."""
-    ok = np.array_equal(got, want) if op == "median" else np.allclose(got, want, rtol=1e-5)
+    """Stop when parvox's result differs from scipy's (bit for bit), a peer's beyond rounding."""
+    exact = who.startswith("parvox") or op == "median"
+    ok = np.array_equal(got, want) if exact else np.allclose(got, want, rtol=1e-5, atol=1e-6)
     if not ok:
         raise SystemExit(f"{who} {op} result differs from scipy.ndimage")
 
@@ -187,7 +202,10 @@ def chart(rows: dict[str, dict[str, float]], n: int, path: Path) -> None:
         bars = ax.bar(xs, [rows[op][peer] for op in rows], width, label=peer)
         ax.bar_label(bars, fmt="%.2f", fontsize=7)
     ax.set_xticks([j + width * (len(peers) - 1) / 2 for j in range(len(rows))])
-    ax.set_xticklabels([f"gaussian sigma {SIGMA:g}", f"median size {SIZE}"])
+    ax.set_xticklabels(
+        [f"gaussian sigma {SIGMA:g}" if op == "gaussian" else f"{op} size {SIZE[op]}"
+         for op in rows]
+    )
     ax.set_ylabel("seconds (median of repeats)")
     ax.set_title(f"{n}x{n} float32, {os.cpu_count()} cores")
     ax.legend()
@@ -204,6 +222,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="rounds (figures are medians)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--breakdown", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--ops", default=",".join(OPS), help=f"filters, comma-separated ({', '.join(KNOWN_OPS)})"
+    )
     parser.add_argument("--report", help=argparse.SUPPRESS)
     parser.add_argument("--keep", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -212,18 +233,21 @@ def main() -> None:
         parser.error(f"argument --size: must be >= 64, got {n}")
     if args.repeats < 1:
         parser.error(f"argument --repeats: must be >= 1, got {args.repeats}")
+    ops = tuple(o for o in args.ops.split(",") if o)
+    if not ops or any(o not in KNOWN_OPS for o in ops):
+        parser.error(f"argument --ops: choose from {', '.join(KNOWN_OPS)}, got {args.ops!r}")
     if args.worker:
-        worker(n, args.report, args.keep, args.breakdown)
+        worker(n, args.report, args.keep, args.breakdown, ops)
         return
 
     from tqdm import tqdm
 
     image = make_image(n)
     peers = ["scipy", "dask-image 2 thr", "parvox 1 rank", "parvox 2 ranks"]
-    times: dict[str, dict[str, list[float]]] = {op: {p: [] for p in peers} for op in OPS}
+    times: dict[str, dict[str, list[float]]] = {op: {p: [] for p in peers} for op in ops}
     refs: dict[str, np.ndarray] = {}
     parvox: dict[int, dict[str, Any]] = {}
-    for op in OPS:  # warm up in this process (imports, lazy initialisation), untimed
+    for op in ops:  # warm up in this process (imports, lazy initialisation), untimed
         scipy_filter(op)(image[:256, :256])
         dask_filter(op)(image[:256, :256])
     bar = tqdm(
@@ -235,11 +259,11 @@ def main() -> None:
             # on the machine drifts, and interleaving spreads it over all peers alike
             for peer in peers[r % len(peers) :] + peers[: r % len(peers)]:
                 if peer == "scipy":
-                    for op in OPS:
+                    for op in ops:
                         t, refs[op] = once(scipy_filter(op), image)
                         times[op][peer].append(t)
                 elif peer.startswith("dask"):
-                    for op in OPS:
+                    for op in ops:
                         t, got = once(dask_filter(op), image)
                         times[op][peer].append(t)
                         if r == 0:
@@ -247,34 +271,36 @@ def main() -> None:
                 else:
                     k = 1 if peer == "parvox 1 rank" else 2
                     last = r == args.repeats - 1
-                    figs = run_parvox(k, n, keep, breakdown=last and k == 2)
+                    figs = run_parvox(k, n, keep, last and k == 2, ops)
                     if last:
                         parvox[k] = figs
-                    for op in OPS:
+                    for op in ops:
                         times[op][peer].append(figs[op])
                         if r == 0:  # round 0 starts with scipy
                             check(op, np.load(os.path.join(keep, f"{op}.npy")), refs[op], peer)
                 bar.update()
     bar.close()
 
-    rows = {op: {p: statistics.median(times[op][p]) for p in peers} for op in OPS}
+    rows = {op: {p: statistics.median(times[op][p]) for p in peers} for op in ops}
     print(
         f"\nfilters on a {n}x{n} float32 image, {os.cpu_count()} cores; median of "
         f"{args.repeats} interleaved rounds (seconds)"
     )
     head = f"{'filter':<10}" + "".join(f"{p:>17}" for p in peers) + f"{'parvox2/scipy':>15}"
+    head += f"{'parvox2/dask':>14}"
     print(head)
     print("-" * len(head))
-    for op in OPS:
-        r = rows[op]
+    total = {p: sum(rows[op][p] for op in ops) for p in peers}
+    for op, r in [*rows.items(), ("sum", total)]:
         print(
             f"{op:<10}"
             + "".join(f"{r[p]:>17.3f}" for p in peers)
             + f"{r['parvox 2 ranks'] / r['scipy']:>15.3f}"
+            + f"{r['parvox 2 ranks'] / r['dask-image 2 thr']:>14.3f}"
         )
     print("\nparvox, last round (max over ranks, seconds); at 2 ranks also, once each: halo =")
     print("padded copy + exchange alone, compute = the parvox filter on one rank's padded block alone")
-    cols = [f"{op} {part}" for op in OPS for part in ("halo", "compute", "gather")]
+    cols = [f"{op} {part}" for op in ops for part in ("halo", "compute", "gather")]
     print(f"{'ranks':<6}{'scatter':>9}" + "".join(f"{c:>19}" for c in cols))
     for k, figs in sorted(parvox.items()):
         cells = "".join(f"{figs[c]:>19.3f}" if c in figs else f"{'-':>19}" for c in cols)
@@ -282,7 +308,6 @@ def main() -> None:
     path = RESULTS / f"filters_{n}.png"
     chart(rows, n, path)
     print(f"\nchart: {path}")
-    total = {p: sum(rows[op][p] for op in OPS) for p in peers}
     print(
         f"dask-image(2 threads)/scipy = {total['dask-image 2 thr'] / total['scipy']:.3f}; "
         f"parvox(2 ranks)/dask-image = {total['parvox 2 ranks'] / total['dask-image 2 thr']:.3f}"

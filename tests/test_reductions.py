@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -44,6 +46,14 @@ def test_scalar_and_array_reductions_on_all_and_on_root():
     np.testing.assert_array_equal(
         reduce_array(flags, "lor"), np.logical_or.reduce(every > 0, axis=0)
     )
+    # MPI has no MIN/MAX/SUM/PROD on booleans: NumPy's elementwise meaning of them on bools
+    for op, ufunc in [("min", np.minimum), ("max", np.maximum), ("sum", np.add),
+                      ("prod", np.multiply)]:
+        expect = functools.reduce(ufunc, list(every > 0))
+        assert expect.dtype == bool
+        np.testing.assert_array_equal(reduce_array(flags, op), expect)
+        on_root = reduce_array(flags, op, root=0)
+        assert rank != 0 or np.array_equal(on_root, expect)
     # several scalars, one message
     s = reduce_scalars(float(mine[0]), float(mine[1]) * 0.5, op="sum")
     assert s == pytest.approx((every[:, 0].sum(), every[:, 1].sum() * 0.5))

@@ -172,8 +172,6 @@ class DistArray:
                 f"assignment is for {assignment.nblocks} blocks on {assignment.nranks} ranks, "
                 f"the grid has {grid.nblocks} blocks and the communicator {self.comm.Get_size()} ranks"
             )
-        if any(g > 0 for g in self.ghost):
-            grid.check_halo(self.ghost)
         self.assignment = assignment
         self.blocks: list[Block] = []
         for gid in assignment.local_gids(self.comm.Get_rank()):
@@ -462,6 +460,11 @@ class DistArray:
         - ``nearest`` (a a a | a b c d | d d d), ``constant`` (cval), ``wrap`` (the seed's
           cyclic exchange XC: b c d | a b c d | a b c).
 
+        A ghost zone may be wider than the blocks next to it, even wider than the array: each
+        ghost cell holds the element its global position maps to (periodically, as scipy
+        extends a line), fetched from whichever block holds it, however far away. Per axis,
+        each pair of ranks exchanges one message.
+
         ``mode`` may also be a sequence with one mode per axis (as ``scipy.ndimage`` filters
         accept). A periodic grid axis always wraps. Blocks on the same rank copy without MPI.
         """
@@ -475,12 +478,12 @@ class DistArray:
                     f"mode must have {self.ndim} entries (one per axis), got {len(modes)}"
                 )
         for axis in range(self.ndim):
-            if self.ghost[axis]:
+            if self.ghost[axis] and self.shape[axis]:
                 self._exchange_axis(axis, modes[axis], cval)
         return self
 
-    def _region(self, b: Block, axis: int, sl: slice) -> tuple[slice, ...]:
-        out = []
+    def _region(self, b: Block, axis: int, sl: slice | np.ndarray) -> tuple[slice | np.ndarray, ...]:
+        out: list[slice | np.ndarray] = []
         for a in range(self.ndim):
             if a < axis:
                 out.append(slice(None))
@@ -494,74 +497,58 @@ class DistArray:
     def _exchange_axis(self, axis: int, mode: str, cval: Any) -> None:
         from mpi4py import MPI
 
-        g = self.ghost[axis]
-        wraps = mode == "wrap" or self.grid.periodic[axis]
+        fold = "wrap" if self.grid.periodic[axis] else mode
+        plan = _HaloPlan(self.grid, axis, self.ghost[axis], fold)
         me = self.comm.Get_rank()
         local = {b.gid: b for b in self.blocks}
-        sends: list[tuple[int, int, int, np.ndarray]] = []  # (dest rank, dest gid, side, data)
-        recvs: list[
-            tuple[int, int, Block, int, np.ndarray]
-        ] = []  # (src rank, my gid, block, side, buf)
+        # every transfer (source gid, receiver gid, side, piece) in one global order, so that
+        # the packing on the sending rank and the unpacking on the receiving rank agree
+        outgoing: dict[int, list[np.ndarray]] = {}
+        incoming: dict[int, list[tuple[Block, np.ndarray, tuple[int, ...]]]] = {}
         for b in self.blocks:
-            n = b.extents[axis][1] - b.extents[axis][0]
-            strips = {0: slice(g, 2 * g), 1: slice(n, n + g)}  # my low / high core strips
-            ghosts = {0: slice(0, g), 1: slice(g + n, 2 * g + n)}  # my low / high ghosts
-            for side, direction in ((0, -1), (1, 1)):
-                nb = self.grid.neighbour(b.gid, axis, direction)  # type: ignore[arg-type]
-                if nb is None and wraps:
-                    c = list(self.grid.coords(b.gid))
-                    c[axis] = (c[axis] + direction) % self.grid.grid[axis]
-                    nb = self.grid.gid(c)
-                if nb is None:
-                    self._fill_boundary(b, axis, side, mode, cval)
-                    continue
-                # my strip on this side fills the neighbour's ghost on the opposite side
-                strip = b.data[self._region(b, axis, strips[side])]
-                owner = self.assignment.rank(nb)
-                if owner == me:
-                    # the ghost slice is the receiver's: its length along axis may differ
-                    other = local[nb]
-                    on = other.extents[axis][1] - other.extents[axis][0]
-                    target = slice(0, g) if side == 1 else slice(g + on, 2 * g + on)
-                    other.data[self._region(other, axis, target)] = strip
+            for side in (0, 1):
+                outside = plan.outside(b.gid, side)
+                if outside.size:
+                    b.data[self._region(b, axis, _as_index(outside))] = cval
+        for src_gid, dst_gid, _side, dst_idx, src_idx in plan.transfers(local, self.assignment, me):
+            receiver = local.get(dst_gid)
+            if src_gid in local:
+                piece = local[src_gid].data[self._region(local[src_gid], axis, _as_index(src_idx))]
+                if receiver is not None:  # both on this rank: copy without MPI
+                    receiver.data[self._region(receiver, axis, _as_index(dst_idx))] = piece
                 else:
-                    sends.append((owner, nb, 1 - side, np.ascontiguousarray(strip)))
-                    shape = b.data[self._region(b, axis, ghosts[side])].shape
-                    recvs.append((owner, b.gid, b, side, np.empty(shape, self.dtype)))
-        if not sends and not recvs:
+                    outgoing.setdefault(self.assignment.rank(dst_gid), []).append(
+                        _as_bytes(piece)
+                    )
+            elif receiver is not None:
+                region = self._region(receiver, axis, _as_index(dst_idx))
+                shape = receiver.data[region].shape
+                incoming.setdefault(self.assignment.rank(src_gid), []).append(
+                    (receiver, dst_idx, shape)
+                )
+        if not outgoing and not incoming:
             return
         pc = private_comm(self.comm)
-        # Messages between one pair of ranks share a tag per side; posting both lists in
-        # (peer rank, receiving gid) order keeps MPI's non-overtaking matching consistent.
         requests = []
-        for src, _gid, _b, side, buf in sorted(recvs, key=lambda r: (r[0], r[1])):
-            requests.append(pc.Irecv([_as_bytes(buf), MPI.BYTE], source=src, tag=HALO.tag(2 * axis + side)))
-        for dest, _gid, side, data in sorted(sends, key=lambda s: (s[0], s[1])):
-            requests.append(pc.Isend([_as_bytes(data), MPI.BYTE], dest=dest, tag=HALO.tag(2 * axis + side)))
-        MPI.Request.Waitall(requests)
-        for _src, _gid, b, side, buf in recvs:
-            n = b.extents[axis][1] - b.extents[axis][0]
-            sl = slice(0, g) if side == 0 else slice(g + n, 2 * g + n)
-            b.data[self._region(b, axis, sl)] = buf
-
-    def _fill_boundary(self, b: Block, axis: int, side: int, mode: str, cval: Any) -> None:
-        g = self.ghost[axis]
-        n = b.extents[axis][1] - b.extents[axis][0]
-        ghost_sl = slice(0, g) if side == 0 else slice(g + n, 2 * g + n)
-        target = self._region(b, axis, ghost_sl)
-        if mode == "constant":
-            b.data[target] = cval
-            return
-        pos = np.arange(-g, 0) if side == 0 else np.arange(n, n + g)
-        whole = self.grid.grid[axis] == 1
-        src = _fold(pos, n, mode)
-        if not whole and (src.min() < 0 or src.max() >= n):
-            raise ValueError(
-                f"halo {g} along axis {axis} needs mode {mode!r} data beyond the boundary block "
-                f"(length {n}): use fewer blocks along that axis"
+        buffers: dict[int, np.ndarray] = {}
+        for src in sorted(incoming):
+            nbytes = sum(int(np.prod(s)) for _, _, s in incoming[src]) * self.dtype.itemsize
+            buffers[src] = np.empty(nbytes, np.uint8)
+            requests.append(
+                pc.Irecv([buffers[src], MPI.BYTE], source=src, tag=HALO.tag(2 * axis))
             )
-        core = b.data[self._region(b, axis, slice(g, g + n))]
-        b.data[target] = np.take(core, src, axis=axis)
+        for dest in sorted(outgoing):
+            data = np.concatenate(outgoing[dest])
+            requests.append(pc.Isend([data, MPI.BYTE], dest=dest, tag=HALO.tag(2 * axis)))
+        MPI.Request.Waitall(requests)
+        for src, pieces in incoming.items():
+            pos = 0
+            flat = buffers[src].view(self.dtype)
+            for receiver, dst_idx, shape in pieces:
+                count = int(np.prod(shape))
+                region = self._region(receiver, axis, _as_index(dst_idx))
+                receiver.data[region] = flat[pos : pos + count].reshape(shape)
+                pos += count
 
     # ------------------------------------------------------------------ reductions
     def _reduce(self, op: str, local_op: Any, root: int | None) -> Any:
@@ -620,6 +607,112 @@ class DistArray:
         for src, dst in zip(self.blocks, out.blocks, strict=True):
             dst.data[...] = src.data
         return out
+
+
+def _as_index(idx: np.ndarray) -> slice | np.ndarray:
+    """``idx`` as a slice when it steps by +1 or -1 (a view instead of a copy), else itself."""
+    if idx.size == 0:
+        return slice(0, 0)
+    if idx.size == 1:
+        return slice(int(idx[0]), int(idx[0]) + 1)
+    step = int(idx[1] - idx[0])
+    if step in (1, -1) and np.all(np.diff(idx) == step):
+        stop = int(idx[-1]) + step
+        return slice(int(idx[0]), None if stop < 0 else stop, step)
+    return idx
+
+
+class _HaloPlan:
+    """Where each ghost cell of each block comes from, along one axis of a block grid.
+
+    A ghost cell at global position ``p`` (outside the block) holds element ``fold(p)`` of the
+    array, or ``cval`` (``fold == "constant"`` and ``p`` outside the array). The element lives
+    in the block of the same line (same coordinates along the other axes) that covers it.
+    """
+
+    def __init__(self, grid: BlockGrid, axis: int, ghost: int, fold: str) -> None:
+        self.grid = grid
+        self.axis = axis
+        self.ghost = ghost
+        self.fold = fold
+        self.n = grid.shape[axis]
+        self.parts = grid.grid[axis]
+        q, r = divmod(self.n, self.parts)
+        self._q, self._r = q, r
+        self._cache: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+
+    def _start(self, coord: int) -> int:
+        return coord * self._q + min(coord, self._r)
+
+    def _owner(self, pos: np.ndarray) -> np.ndarray:
+        q, r = self._q, self._r
+        big = r * (q + 1)
+        return np.where(pos < big, pos // (q + 1), r + (pos - big) // max(q, 1))
+
+    def side(self, gid: int, side: int) -> tuple[np.ndarray, np.ndarray]:
+        """(ghost indices in the block's data along the axis, global source or -1 for cval)."""
+        key = (gid, side)
+        if key not in self._cache:
+            a0, a1 = self.grid.extents(gid)[self.axis]
+            g = self.ghost
+            if side == 0:
+                pos, dst = np.arange(a0 - g, a0), np.arange(0, g)
+            else:
+                pos, dst = np.arange(a1, a1 + g), np.arange(g + a1 - a0, 2 * g + a1 - a0)
+            if self.fold == "constant":
+                src = np.where((pos >= 0) & (pos < self.n), pos, -1)
+            else:
+                src = _fold(pos, self.n, self.fold)
+            self._cache[key] = (dst, src)
+        return self._cache[key]
+
+    def outside(self, gid: int, side: int) -> np.ndarray:
+        """Ghost indices in the block's data that take ``cval``."""
+        dst, src = self.side(gid, side)
+        return dst[src < 0]
+
+    def _groups(self, gid: int, side: int) -> list[tuple[int, np.ndarray, np.ndarray]]:
+        """(source coordinate along the axis, ghost indices, source data indices) per source."""
+        dst, src = self.side(gid, side)
+        keep = src >= 0
+        dst, src = dst[keep], src[keep]
+        coords = self._owner(src)
+        out = []
+        for c in np.unique(coords):
+            sel = coords == c
+            local = src[sel] - self._start(int(c)) + self.ghost
+            out.append((int(c), dst[sel], local))
+        return out
+
+    def _line(self, gid: int) -> list[int]:
+        c = list(self.grid.coords(gid))
+        line = []
+        for k in range(self.parts):
+            c[self.axis] = k
+            line.append(self.grid.gid(c))
+        return line
+
+    def transfers(
+        self, local: Mapping[int, Block], assignment: Assignment, rank: int
+    ) -> list[tuple[int, int, int, np.ndarray, np.ndarray]]:
+        """Every (source gid, receiver gid, side, ghost indices, source indices) that involves
+        a block of ``rank``, in one order that all ranks agree on."""
+        found: dict[tuple[int, int, int, int], tuple[np.ndarray, np.ndarray]] = {}
+
+        def add(receiver: int, sources: set[int] | None) -> None:
+            line = self._line(receiver)
+            for side in (0, 1):
+                for k, (c, dst, src) in enumerate(self._groups(receiver, side)):
+                    if sources is None or line[c] in sources:
+                        found[(line[c], receiver, side, k)] = (dst, src)
+
+        for gid in local:
+            add(gid, None)  # what my blocks receive
+        for gid in local:  # what my blocks send
+            for receiver in self._line(gid):
+                if assignment.rank(receiver) != rank:
+                    add(receiver, {gid})
+        return [(s, r, side, *found[(s, r, side, k)]) for s, r, side, k in sorted(found)]
 
 
 def _fold(pos: np.ndarray, n: int, mode: str) -> np.ndarray:

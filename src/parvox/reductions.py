@@ -144,6 +144,10 @@ def reduce_array(
     send = np.ascontiguousarray(array)
     if op in ("land", "lor") and send.dtype != np.bool_:
         send = send.astype(bool)
+    if send.dtype == np.bool_:
+        # MPI defines no MIN/MAX/SUM/PROD on booleans: on True/False they are NumPy's
+        # logical AND (min, prod) and OR (max, sum)
+        op = {"min": "land", "prod": "land", "max": "lor", "sum": "lor"}.get(op, op)
     if send.dtype.kind not in "biufc":
         raise TypeError(f"array must have a numeric or boolean dtype, got {send.dtype}")
     from parvox import collectives

@@ -40,6 +40,8 @@ __all__ = [
     "DODYN",
     "HALO",
     "LOOPS_PIPE",
+    "NDIMAGE_COMPONENTS",
+    "NDIMAGE_LINES",
     "SOLVER_FACES",
     "SPMD_ROWS",
     "TagBlock",
@@ -89,17 +91,25 @@ BLOCKS_IEXCHANGE = TagBlock("blocks.iexchange", 70, 3)
 LOOPS_PIPE = TagBlock("loops.pipe", 73, 1)
 #: ``spmd.transfers``: the row messages of ``#$spmd`` halo and owner transfers
 SPMD_ROWS = TagBlock("spmd.rows", 74, 1)
+#: ``ndimage.label``: the union-find rounds' messages
+NDIMAGE_COMPONENTS = TagBlock("ndimage.components", 75, 1)
 #: ``solvers.FaceExchange`` (split-phase face ghosts): tag ``2 * axis + side`` (up to 24 axes)
 SOLVER_FACES = TagBlock("solvers.faces", 80, 48)
 #: dynamic loop scheduling: a (result, work) pair of tags per call, 4096 calls deep
 DODYN = TagBlock("loops.dodyn", 128, 2 * 4096)
+#: the compiled separable filters' running state along a line of blocks: one tag per receiving
+#: block (its gid, wrapping around; messages of one rank pair keep their order)
+NDIMAGE_LINES = TagBlock("ndimage.lines", DODYN.base + DODYN.size, 4096)
 #: every tag from here to ``MPI.TAG_UB`` belongs to the collectives (32767 is MPI's minimum)
-COLLECTIVES = TagBlock("collectives", DODYN.base + DODYN.size, 32767 - DODYN.base - DODYN.size)
+COLLECTIVES = TagBlock(
+    "collectives", NDIMAGE_LINES.base + NDIMAGE_LINES.size,
+    32767 - NDIMAGE_LINES.base - NDIMAGE_LINES.size,
+)
 
 #: the blocks in tag order; :func:`_check_disjoint` runs at import
 BLOCKS: tuple[TagBlock, ...] = (
     HALO, BLOCKS_EXCHANGE, BLOCKS_REDUCE, BLOCKS_IEXCHANGE, LOOPS_PIPE, SPMD_ROWS,
-    SOLVER_FACES, DODYN,
+    NDIMAGE_COMPONENTS, SOLVER_FACES, DODYN, NDIMAGE_LINES,
 )
 
 

@@ -18,11 +18,30 @@ GREY16 = RNG.integers(0, 65536, (45, 38)).astype(np.uint16)
 RGB = RNG.integers(0, 256, (33, 41, 3)).astype(np.uint8)
 
 
-def _scipy(op, a, sigma=1.0, size=3, axis=-1, mode="reflect"):
+MASK = ndi.gaussian_filter(RNG.random((53, 47)), 2.0) > 0.5
+
+
+def _scipy(op, a, sigma=1.0, size=3, axis=-1, mode="reflect", percentile=50.0, iterations=1):
     if op == "gaussian":
         return ndi.gaussian_filter(a, sigma, mode=mode)
-    if op == "sobel":
-        return ndi.sobel(a, axis=axis, mode=mode)
+    if op in ("sobel", "prewitt"):
+        return getattr(ndi, op)(a, axis=axis, mode=mode)
+    if op == "laplace":
+        return ndi.laplace(a, mode=mode)
+    if op in ("gaussian_laplace", "gaussian_gradient_magnitude"):
+        return getattr(ndi, op)(a, sigma, mode=mode)
+    if op == "percentile":
+        return ndi.percentile_filter(a, percentile, size=size, mode=mode)
+    if op == "binary_fill_holes":
+        return ndi.binary_fill_holes(a)
+    if op.startswith("binary_"):
+        return getattr(ndi, op)(a, iterations=iterations)
+    if op.startswith("grey_"):
+        for _ in range(iterations):
+            a = getattr(ndi, op)(a, size=size, mode=mode)
+        return a
+    if op == "distance":
+        return ndi.distance_transform_edt(a)
     return getattr(ndi, f"{op}_filter")(a, size=size, mode=mode)
 
 
@@ -75,13 +94,30 @@ CASES = [
     ("in.png", GREY8, "o.png", 2, ["--op", "gaussian", "--sigma", "2"], {"sigma": 2.0}),
     ("in.png", GREY16, "o.png", 4, ["--op", "maximum", "--size", "3"], {"size": 3}),
     ("in.png", RGB, "o.png", 3, ["--op", "minimum", "--size", "3"], {"size": 3}),
+    ("in.npy", IMAGE, "o.npy", 4, ["--op", "prewitt", "--axis", "-1", "--mode", "wrap"],
+     {"axis": -1, "mode": "wrap"}),
+    ("in.tif", VOLUME, "o.npy", 3, ["--op", "laplace", "--mode", "mirror"], {"mode": "mirror"}),
+    ("in.npy", IMAGE, "o.tif", 2, ["--op", "gaussian_laplace", "--sigma", "1.5"], {"sigma": 1.5}),
+    ("in.npy", VOLUME, "o.npy", 4, ["--op", "gaussian_gradient_magnitude", "--sigma", "2"],
+     {"sigma": 2.0}),
+    ("in.png", GREY8, "o.png", 3, ["--op", "percentile", "--percentile", "-20", "--size", "4"],
+     {"percentile": -20.0, "size": 4}),
+    ("in.png", MASK, "o.png", 4, ["--op", "binary_opening", "--iterations", "3"],
+     {"iterations": 3}),
+    ("in.npy", MASK, "o.npy", 3, ["--op", "binary_dilation", "--iterations", "0"],
+     {"iterations": 0}),
+    ("in.png", MASK, "o.png", 2, ["--op", "binary_fill_holes"], {}),
+    ("in.png", GREY8, "o.png", 4, ["--op", "grey_erosion", "--size", "3", "--iterations", "2"],
+     {"size": 3, "iterations": 2}),
+    ("in.png", MASK, "o.npy", 3, ["--op", "distance"], {}),
+    ("in.npy", IMAGE[:5], "o.npy", 4, ["--op", "grey_dilation", "--size", "7"], {"size": 7}),
 ]
 
 
 @pytest.mark.parametrize(
     ("src", "array", "dst", "nprocs", "args", "kw"),
     CASES,
-    ids=[f"{c[0]}-{c[4][1]}-{c[2]}-np{c[3]}" for c in CASES],
+    ids=[f"{c[0]}-{c[4][1]}-{c[2]}-np{c[3]}-{i}" for i, c in enumerate(CASES)],
 )
 def test_filter_equals_scipy(tmp_path, src, array, dst, nprocs, args, kw):
     write_image(tmp_path / src, array)
@@ -92,10 +128,7 @@ def test_filter_equals_scipy(tmp_path, src, array, dst, nprocs, args, kw):
     want = _scipy(args[1], array, **kw)
     assert got.shape == want.shape
     assert got.dtype == want.dtype
-    if want.dtype.kind == "f" and args[1] in ("gaussian", "uniform", "sobel"):
-        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
-    else:
-        assert np.array_equal(got, want)
+    assert np.array_equal(got, want)  # bit for bit
 
 
 def test_dtype_converts_before_filtering(tmp_path):
@@ -134,6 +167,36 @@ def test_kernel_wider_than_a_slab_still_equals_scipy(tmp_path):
             "4",
         )
     )
-    np.testing.assert_allclose(
-        np.load(tmp_path / "o.npy"), ndi.gaussian_filter(small, 6), rtol=1e-5
-    )
+    np.testing.assert_array_equal(np.load(tmp_path / "o.npy"), ndi.gaussian_filter(small, 6))
+
+
+#: (CLI arguments after IN OUT, the argument the one-line error names, words in it)
+BAD = [
+    (["--op", "percentile", "--percentile", "101"], "argument --percentile", "[-100, 100]"),
+    (["--op", "gaussian", "--iterations", "2"], "argument --iterations", "does not take"),
+    (["--op", "binary_erosion", "--mode", "wrap"], "argument --mode", "does not take"),
+    (["--op", "grey_erosion", "--iterations", "0"], "argument --iterations", "must be >= 1"),
+    (["--op", "laplace", "--size", "3"], "argument --size", "does not take"),
+    (["--op", "distance", "--sigma", "1"], "argument --sigma", "no parameters"),
+]
+
+
+@pytest.mark.parametrize(("argv", "argument", "words"), BAD, ids=[" ".join(b[0]) for b in BAD])
+def test_bad_arguments_exit_2_with_one_line(tmp_path, capsys, argv, argument, words):
+    from parvox.cli import main
+
+    np.save(tmp_path / "in.npy", IMAGE)
+    with pytest.raises(SystemExit) as info:
+        main(["filter", str(tmp_path / "in.npy"), str(tmp_path / "o.npy"), *argv])
+    assert info.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and argument in lines[0] and words in lines[0], lines
+
+
+def test_float_results_are_refused_for_png_before_anything_runs(tmp_path, capsys):
+    from parvox.cli import main
+
+    write_image(tmp_path / "in.png", MASK)
+    with pytest.raises(SystemExit):
+        main(["filter", str(tmp_path / "in.png"), str(tmp_path / "o.png"), "--op", "distance"])
+    assert "float64 and PNG holds integers" in capsys.readouterr().err

@@ -128,3 +128,37 @@ def test_measurement_bad_inputs():
         pnd.mean(x, lab, "one")
     with pytest.raises(TypeError, match="dtype"):
         pnd.rescale(x, dtype=np.int32)
+
+
+@mpi_test(ranks=(1, 2, 3, 4), timeout=120)
+def test_objects_center_of_mass_find_objects_comprehension():
+    from mpi4py import MPI
+
+    from parvox import ndimage as pnd
+    from parvox.distarray import DistArray
+
+    nranks = MPI.COMM_WORLD.Get_size()
+    rng = np.random.default_rng(17)
+    a = rng.random((37, 29))
+    lab, n = ndi.label(ndi.gaussian_filter(rng.random((37, 29)), 1.5) > 0.5)
+    for layout in ({}, {"nblocks": 2 * nranks + 1}, {"nblocks": 6, "assignment": "round_robin"}):
+        x, lx = DistArray.from_global(a, **layout), DistArray.from_global(lab, **layout)
+        assert pnd.find_objects(lx) == ndi.find_objects(lab)
+        assert pnd.find_objects(lx, n + 3) == ndi.find_objects(lab, n + 3)
+        for index in (None, 2, [1, 3, n + 5], np.arange(1, n + 1)):
+            got = pnd.center_of_mass(x, lx, index)
+            want = ndi.center_of_mass(a, lab, index)
+            np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-12)
+        np.testing.assert_allclose(pnd.center_of_mass(x), ndi.center_of_mass(a), rtol=1e-12)
+
+        def spread(values, positions):  # every value and position of the label, in any order
+            return float(values.max()) + 1e-3 * float(positions.max() - positions.min())
+
+        for index in ([1, 2, n + 4], 3, np.arange(n + 1)):
+            got = pnd.labeled_comprehension(x, lx, index, spread, float, -1.0, True)
+            want = ndi.labeled_comprehension(a, lab, index, spread, float, -1.0, True)
+            np.testing.assert_array_equal(got, want)
+        assert pnd.labeled_comprehension(x, lx, None, np.sum, float, 0) == pytest.approx(
+            ndi.labeled_comprehension(a, lab, None, np.sum, float, 0), rel=1e-12
+        )
+        assert pnd.labeled_comprehension(x, None, None, np.max, float, 0) == a.max()

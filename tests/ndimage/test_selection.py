@@ -80,7 +80,7 @@ def test_rank_filter_valid_bad_input() -> None:
 def test_median_filter_network_and_scipy_paths_agree_with_scipy():
     from parvox import ndimage as pnd
     from parvox.distarray import DistArray
-    from parvox.ndimage import filters
+    from parvox.ndimage import rank_filters
 
     rng = np.random.default_rng(5)
     a = rng.random((53, 37)).astype(np.float32)
@@ -88,10 +88,11 @@ def test_median_filter_network_and_scipy_paths_agree_with_scipy():
 
     def uses_network(**kw) -> bool:  # what median_filter will run for these arguments
         scipy_kernel = object()
-        sizes = [kw.get("size", 3)] * 2
-        kernel = filters._median_network_kernel(
-            scipy_kernel, kw.get("x", x), (0, 1), sizes, [0, 0], None,
+        size = kw.get("size", 3)
+        kernel = rank_filters._network_kernel(
+            scipy_kernel, kw.get("x", x), np.ones((size, size), bool), [0, 0],
             kw.get("mode", "reflect"), kw.get("cval", 0.0), np.dtype(kw.get("dtype", a.dtype)),
+            size * size // 2,
         )
         return kernel is not scipy_kernel
 

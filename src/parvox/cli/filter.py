@@ -1,11 +1,22 @@
 """``parvox filter IN OUT --op OP``: a distributed scipy.ndimage filter from file to file.
 
-The result equals ``scipy.ndimage.<op>_filter`` (or ``sobel``) applied to the whole array: to
-float rounding for ``gaussian``/``uniform``/``sobel`` on float data, exactly for ``median``,
-``minimum`` and ``maximum``. As in scipy, the output has the input's dtype; ``--dtype float32``
-converts the input first (useful for ``sobel`` of an 8-bit PNG, whose uint8 result would wrap).
-PNG output holds integers only, so a float result must go to ``.npy`` or ``.tif``; that is
-checked before anything runs.
+The result equals the ``scipy.ndimage`` function applied to the whole array, bit for bit:
+
+- smoothing and rank filters: ``gaussian``, ``uniform``, ``median``, ``minimum``, ``maximum``
+  (``--size``; ``--sigma`` for the Gaussian), ``percentile`` (``--percentile``, ``--size``);
+- derivatives: ``sobel``, ``prewitt`` (``--axis``), ``laplace``, ``gaussian_laplace`` and
+  ``gaussian_gradient_magnitude`` (``--sigma``);
+- morphology: ``binary_erosion``, ``binary_dilation``, ``binary_opening``, ``binary_closing``
+  (``--iterations``, scipy's: ``0`` or less repeats until nothing changes),
+  ``binary_fill_holes``, ``grey_erosion`` and ``grey_dilation`` (``--size``; ``--iterations``
+  repeats the operation);
+- ``distance``: the exact Euclidean distance transform (``distance_transform_edt``: the
+  distance of every non-zero element to the nearest zero, float64).
+
+As in scipy, filters keep the input's dtype, the binary operations give ``bool`` and the
+distance ``float64``; ``--dtype float32`` converts the input first (useful for ``sobel`` of an
+8-bit PNG, whose uint8 result would wrap). PNG output holds integers and booleans only, so a
+float result must go to ``.npy`` or ``.tif``; that is checked before anything runs.
 
 Examples
 --------
@@ -13,6 +24,8 @@ Examples
 
     $ parvox filter cells.png smooth.tif --op gaussian --sigma 2 --dtype float32 -n 4
     $ parvox filter volume.npy med.npy --op median --size 5 --mode nearest -n 4
+    $ parvox filter mask.png open.png --op binary_opening --iterations 3 -n 4
+    $ parvox filter mask.png dist.npy --op distance -n 4
 """
 
 from __future__ import annotations
@@ -26,20 +39,35 @@ from parvox.cli import UsageError
 from parvox.cli._common import add_in_out, check_in_out, slab_layout
 from parvox.distarray import MODES, parse_boundary_mode
 
-__all__ = ["HELP", "OPS", "add_arguments", "halo_width", "run", "validate"]
+__all__ = ["HELP", "OPS", "add_arguments", "run", "validate"]
 
 HELP = "apply a scipy.ndimage filter to an image or volume, distributed over MPI ranks"
 
-#: Filter names and the parameters each one takes.
+#: Operations and the parameters each one takes.
 OPS: dict[str, tuple[str, ...]] = {
-    "gaussian": ("sigma",),
-    "uniform": ("size",),
-    "median": ("size",),
-    "minimum": ("size",),
-    "maximum": ("size",),
-    "sobel": ("axis",),
+    "gaussian": ("sigma", "mode"),
+    "uniform": ("size", "mode"),
+    "median": ("size", "mode"),
+    "minimum": ("size", "mode"),
+    "maximum": ("size", "mode"),
+    "percentile": ("percentile", "size", "mode"),
+    "sobel": ("axis", "mode"),
+    "prewitt": ("axis", "mode"),
+    "laplace": ("mode",),
+    "gaussian_laplace": ("sigma", "mode"),
+    "gaussian_gradient_magnitude": ("sigma", "mode"),
+    "binary_erosion": ("iterations",),
+    "binary_dilation": ("iterations",),
+    "binary_opening": ("iterations",),
+    "binary_closing": ("iterations",),
+    "binary_fill_holes": (),
+    "grey_erosion": ("size", "iterations", "mode"),
+    "grey_dilation": ("size", "iterations", "mode"),
+    "distance": (),
 }
-_DEFAULTS = {"sigma": 1.0, "size": 3, "axis": -1}
+_DEFAULTS: dict[str, Any] = {
+    "sigma": 1.0, "size": 3, "axis": -1, "percentile": 50.0, "iterations": 1, "mode": "reflect"
+}
 _TRUNCATE = 4.0
 
 
@@ -48,48 +76,49 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_in_out(parser)
     parser.add_argument("--op", required=True, metavar="OP", help=f"one of {', '.join(OPS)}")
     parser.add_argument(
-        "--sigma", type=float, default=None, help="gaussian: standard deviation (default 1.0)"
+        "--sigma", type=float, default=None,
+        help="gaussian, gaussian_laplace, gaussian_gradient_magnitude: standard deviation (1.0)",
     )
     parser.add_argument(
-        "--size", type=int, default=None, help="uniform/median/minimum/maximum: window (default 3)"
+        "--size", type=int, default=None,
+        help="uniform/median/minimum/maximum/percentile/grey_*: window (default 3)",
     )
     parser.add_argument(
-        "--axis", type=int, default=None, help="sobel: axis of the derivative (default -1)"
+        "--percentile", type=float, default=None,
+        help="percentile: which percentile of the window, -100..100 (default 50)",
     )
     parser.add_argument(
-        "--mode",
-        default="reflect",
+        "--axis", type=int, default=None, help="sobel, prewitt: axis of the derivative (-1)"
+    )
+    parser.add_argument(
+        "--iterations", type=int, default=None,
+        help="binary_*: scipy's iterations (<= 0: until nothing changes); grey_*: repeats (1)",
+    )
+    parser.add_argument(
+        "--mode", default=None,
         help=f"boundary mode as in scipy.ndimage: {', '.join(MODES)} (default reflect)",
     )
     parser.add_argument(
-        "--dtype",
-        default=None,
+        "--dtype", default=None,
         help="convert the input to this NumPy dtype before filtering (e.g. float32)",
     )
 
 
-def halo_width(op: str, sigma: float, size: int) -> int:
-    """Cells a block needs from each neighbour for ``op`` (scipy's kernel radius).
-
-    Examples
-    --------
-    >>> halo_width("gaussian", 4.0, 3), halo_width("median", 1.0, 5), halo_width("sobel", 1, 3)
-    (16, 2, 1)
-    """
-    if op == "gaussian":
-        return int(_TRUNCATE * sigma + 0.5)
-    if op == "sobel":
-        return 1
-    return size // 2
+def _out_dtype(op: str, dtype: np.dtype) -> np.dtype:
+    if op.startswith("binary_"):
+        return np.dtype(bool)
+    if op == "distance":
+        return np.dtype(np.float64)
+    return dtype
 
 
 def validate(args: argparse.Namespace) -> None:
     """Check the command line without touching MPI; raise :class:`UsageError`."""
     if args.op not in OPS:
         raise UsageError("--op", f"unknown filter {args.op!r}; choose one of {', '.join(OPS)}")
-    for param in ("sigma", "size", "axis"):
+    for param in _DEFAULTS:
         if getattr(args, param) is not None and param not in OPS[args.op]:
-            takes = ", ".join(f"--{p}" for p in OPS[args.op])
+            takes = ", ".join(f"--{p}" for p in OPS[args.op]) or "no parameters"
             raise UsageError(
                 f"--{param}", f"--op {args.op} does not take --{param} (it takes {takes})"
             )
@@ -99,6 +128,10 @@ def validate(args: argparse.Namespace) -> None:
         raise UsageError("--sigma", f"must be a finite number >= 0, got {args.sigma}")
     if args.size < 1:
         raise UsageError("--size", f"must be >= 1, got {args.size}")
+    if not -100 <= args.percentile <= 100:
+        raise UsageError("--percentile", f"must be in [-100, 100], got {args.percentile}")
+    if args.op.startswith("grey_") and args.iterations < 1:
+        raise UsageError("--iterations", f"grey_* repeats must be >= 1, got {args.iterations}")
     try:
         args.mode = parse_boundary_mode(args.mode)
     except ValueError:
@@ -119,11 +152,11 @@ def validate(args: argparse.Namespace) -> None:
             "--axis",
             f"must be in [-{len(shape)}, {len(shape)}) for IN's {len(shape)} axes, got {args.axis}",
         )
-    out_dtype = dtype or in_dtype
+    out_dtype = _out_dtype(args.op, dtype or in_dtype)
     if args.output.lower().endswith(".png") and out_dtype.kind in "fc":
         raise UsageError(
             "OUT",
-            f"{args.output}: the result is {out_dtype} (the input's dtype) and PNG holds integers "
+            f"{args.output}: the result is {out_dtype} and PNG holds integers and booleans "
             "only; write .npy or .tif",
         )
 
@@ -131,12 +164,28 @@ def validate(args: argparse.Namespace) -> None:
 def _apply(d: Any, args: argparse.Namespace) -> Any:
     from parvox import ndimage
 
-    if args.op == "gaussian":
-        return ndimage.gaussian_filter(d, args.sigma, mode=args.mode, truncate=_TRUNCATE)
-    if args.op == "sobel":
-        return ndimage.sobel(d, axis=args.axis, mode=args.mode)
-    func = getattr(ndimage, f"{args.op}_filter")
-    return func(d, size=args.size, mode=args.mode)
+    op, mode = args.op, args.mode
+    if op == "gaussian":
+        return ndimage.gaussian_filter(d, args.sigma, mode=mode, truncate=_TRUNCATE)
+    if op in ("sobel", "prewitt"):
+        return getattr(ndimage, op)(d, axis=args.axis, mode=mode)
+    if op == "laplace":
+        return ndimage.laplace(d, mode=mode)
+    if op in ("gaussian_laplace", "gaussian_gradient_magnitude"):
+        return getattr(ndimage, op)(d, args.sigma, mode=mode, truncate=_TRUNCATE)
+    if op == "percentile":
+        return ndimage.percentile_filter(d, args.percentile, size=args.size, mode=mode)
+    if op.startswith("binary_") and op != "binary_fill_holes":
+        return getattr(ndimage, op)(d, iterations=args.iterations)
+    if op == "binary_fill_holes":
+        return ndimage.binary_fill_holes(d)
+    if op.startswith("grey_"):
+        for _ in range(args.iterations):
+            d = getattr(ndimage, op)(d, size=args.size, mode=mode)
+        return d
+    if op == "distance":
+        return ndimage.distance_transform_edt(d)
+    return getattr(ndimage, f"{op}_filter")(d, size=args.size, mode=mode)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -144,9 +193,9 @@ def run(args: argparse.Namespace) -> int:
     from parvox import comm, io
 
     c = comm.world()
-    halo = halo_width(args.op, args.sigma, args.size)
     shape, _ = io.image_info(args.input)
-    d = io.read_distributed(args.input, comm=c, **slab_layout(shape, c.Get_size(), halo))
+    # halos reach as many blocks as they need: one slab per rank
+    d = io.read_distributed(args.input, comm=c, **slab_layout(shape, c.Get_size(), 1))
     if args.dtype is not None:
         d = d.astype(args.dtype)
     io.write_distributed(_apply(d, args), args.output)

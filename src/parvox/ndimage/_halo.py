@@ -18,7 +18,7 @@ from __future__ import annotations
 import numbers
 import operator
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -27,15 +27,18 @@ from parvox.distarray import DistArray, parse_boundary_mode
 
 __all__ = [
     "apply_padded",
-    "check_cval",
+    "axis_modes",
     "check_input",
+    "check_layout",
     "check_origin",
+    "expand_window",
     "norm_axes",
-    "norm_modes",
+    "padded_views",
     "per_axis",
+    "probe",
     "reach",
     "resolve_output",
-    "run_passes",
+    "window_halo",
 ]
 
 
@@ -46,11 +49,28 @@ def check_input(x: Any, name: str = "input") -> DistArray:
     return x
 
 
+def check_layout(value: Any, x: DistArray, name: str) -> DistArray:
+    """``value`` must be a DistArray with ``x``'s layout (shape, grid, assignment)."""
+    if not isinstance(value, DistArray):
+        raise TypeError(f"{name} must be a parvox DistArray, got {type(value).__name__}")
+    if (
+        value.shape != x.shape
+        or value.grid.grid != x.grid.grid
+        or value.assignment != x.assignment
+    ):
+        raise ValueError(
+            f"{name} must have the layout of input (shape {x.shape}, grid {x.grid.grid}, "
+            f"{x.assignment.kind} assignment); got shape {value.shape}, grid {value.grid.grid}, "
+            f"{value.assignment.kind}"
+        )
+    return value
+
+
 def norm_axes(axes: int | Sequence[int] | None, ndim: int) -> tuple[int, ...]:
     """The filtered axes as non-negative ints (scipy's ``axes=`` semantics)."""
     if axes is None:
         return tuple(range(ndim))
-    raw = [axes] if isinstance(axes, numbers.Integral) else list(cast("Sequence[int]", axes))
+    raw: list[Any] = [axes] if isinstance(axes, numbers.Integral) else list(axes)  # type: ignore[arg-type]
     out = []
     for a in raw:
         try:
@@ -75,23 +95,52 @@ def per_axis(value: Any, n: int, name: str) -> list[Any]:
     return items
 
 
-def norm_modes(
-    mode: str | Sequence[str], axes: tuple[int, ...], ndim: int, *, sequence_ok: bool, func: str
-) -> tuple[list[str], list[str]]:
-    """Validate ``mode``; return (user modes per filtered axis, exchange mode per global axis)."""
-    if not isinstance(mode, str) and not sequence_ok:
-        raise ValueError(f"mode: {func} takes one mode string, not a sequence")
+def axis_modes(mode: str | Sequence[str], axes: tuple[int, ...], ndim: int) -> list[str]:
+    """The exchange mode of every global axis for a filter over ``axes`` (scipy accepted it).
+
+    A string applies to every filtered axis, a sequence gives one mode per filtered axis (as
+    scipy takes it); axes that are not filtered never use theirs.
+    """
     modes = per_axis(mode, len(axes), "mode")
-    exchange = ["constant"] * ndim  # axes without a halo never use theirs
+    exchange = ["constant"] * ndim
     for a, m in zip(axes, modes, strict=True):
         exchange[a] = parse_boundary_mode(m)
-    return modes, exchange
+    return exchange
 
 
 def reach(size: int, origin: int) -> int:
     """Halo needed by a window of ``size`` taps with ``origin`` (both sides, the wider one)."""
     left = size // 2 + origin
     return max(left, size - 1 - left, 0)
+
+
+def expand_window(
+    shape: Sequence[int], origin: Any, axes: tuple[int, ...], ndim: int
+) -> tuple[list[int], list[int]]:
+    """A window's shape and origins on every axis, as scipy expands them.
+
+    scipy inserts the axes a footprint (or weights) lacks in increasing order
+    (``_expand_footprint``), so its dimensions go to the filtered axes *sorted*, while the
+    origins follow ``axes`` as given (``_expand_origin``). Axes not filtered get size 1.
+    """
+    sizes = [1] * ndim
+    for a, s in zip(sorted(axes), shape, strict=True):
+        sizes[a] = int(s)
+    origins = [0] * ndim
+    for a, o in zip(axes, per_axis(origin, len(axes), "origin"), strict=True):
+        origins[a] = operator.index(o)
+    return sizes, origins
+
+
+def window_halo(sizes: Sequence[int], origins: Sequence[int], convolution: bool = False) -> list[int]:
+    """The reach of a window on every axis (a convolution mirrors it, as scipy does)."""
+    halo = []
+    for s, o in zip(sizes, origins, strict=True):
+        h = reach(s, o)
+        if convolution:
+            h = max(h, reach(s, -o - (0 if s & 1 else 1)))
+        halo.append(h)
+    return halo
 
 
 def check_origin(origin: Any, size: int, name: str = "origin") -> int:
@@ -107,16 +156,21 @@ def check_origin(origin: Any, size: int, name: str = "origin") -> int:
     return o
 
 
-def resolve_output(output: Any, x: DistArray, name: str = "output") -> tuple[np.dtype, DistArray | None]:
-    """``output`` as scipy takes it (None, a dtype) or a DistArray with ``x``'s layout."""
+def resolve_output(output: Any, x: DistArray, name: str = "output") -> tuple[Any, DistArray | None]:
+    """``output`` as scipy takes it (``None`` or a dtype), or a DistArray with ``x``'s layout.
+
+    Returns what to pass to scipy's probe as ``output`` (``None``, a dtype, or, for a
+    DistArray, a one-element array of its dtype, so that scipy applies its rules for output
+    arrays) and the DistArray to fill, if one was given.
+    """
     if output is None:
-        return x.dtype, None
+        return None, None
     if isinstance(output, DistArray):
         if output.grid.shape != x.grid.shape or output.grid.grid != x.grid.grid or (
             output.assignment != x.assignment
         ):
             raise ValueError(f"{name} must have the layout (shape, grid, assignment) of input")
-        return output.dtype, output
+        return np.zeros((1,) * x.ndim, output.dtype), output
     if isinstance(output, np.ndarray):
         raise TypeError(f"{name} must be a dtype or a DistArray, not a NumPy array")
     try:
@@ -125,11 +179,14 @@ def resolve_output(output: Any, x: DistArray, name: str = "output") -> tuple[np.
         raise TypeError(f"{name} must be a dtype or a DistArray, got {output!r}") from None
 
 
-def check_cval(cval: Any) -> float:
-    """``cval`` must be a real number (scipy extends with it as a double)."""
-    if not isinstance(cval, numbers.Real):
-        raise TypeError(f"cval must be a real number, got {cval!r}")
-    return float(cval)
+def probe(call: Callable[[np.ndarray], Any], x: DistArray) -> Any:
+    """Run scipy's own argument checks: ``call`` on a one-element array like ``x``'s blocks.
+
+    Every rank does it before any message, so a call scipy rejects raises scipy's exception
+    (same type and message) on every rank, and no rank is left waiting. Returns the probe's
+    result, whose dtype is scipy's output dtype for these arguments.
+    """
+    return call(np.zeros((1,) * x.ndim, x.dtype))
 
 
 Kernel = Callable[[np.ndarray], np.ndarray]
@@ -143,18 +200,57 @@ def _view(
 ) -> tuple[tuple[slice, ...], tuple[slice, ...]]:
     """(slices of the padded block scipy sees, slices of the core within that view).
 
-    At the global boundary the ghost cells are left out unless the mode is ``wrap``: scipy
-    then extends the block itself, exactly as it extends the whole array (``cval`` as a
-    double, every intermediate of a separable filter included).
+    Ghost cells beyond the global boundary are left out unless the mode is ``wrap``: scipy
+    then extends the view itself at that edge, exactly as it extends the whole array (``cval``
+    as a double, every intermediate of a separable filter included). The view holds at least
+    the filter's reach on that side, so scipy's extension only reads cells it holds.
     """
     view, core = [], []
     for (a0, a1), g, n_all, m in zip(extents, ghost, shape, modes, strict=True):
         n = a1 - a0
-        lo = g if (g and a0 == 0 and m != "wrap") else 0
-        hi = 2 * g + n - (g if (g and a1 == n_all and m != "wrap") else 0)
-        view.append(slice(lo, hi))
+        lo = hi_cut = 0
+        if g and m != "wrap":
+            lo = min(g, max(0, g - a0))
+            hi_cut = min(g, max(0, a1 + g - n_all))
+        view.append(slice(lo, 2 * g + n - hi_cut))
         core.append(slice(g - lo, g - lo + n))
     return tuple(view), tuple(core)
+
+
+def padded_views(
+    arrays: Sequence[DistArray], halo: Sequence[int], modes: Sequence[str]
+) -> tuple[list[list[np.ndarray]], list[tuple[slice, ...]]]:
+    """Every array's blocks extended by ``halo`` (one exchange each), as scipy should see them.
+
+    Returns, per array, the list of its blocks' views, and per block the slices of the core
+    within the view. Axes with one block get no halo (scipy extends them itself); beyond the
+    global boundary the views stop unless the mode is ``wrap`` (see :func:`_view`).
+    """
+    x = arrays[0]
+    ndim = x.ndim
+    ghost = tuple(int(h) if x.grid.grid[a] > 1 else 0 for a, h in enumerate(halo))
+    if not any(ghost):
+        full = (slice(None),) * ndim
+        return [[b.core for b in d.blocks] for d in arrays], [full] * len(x.blocks)
+    # a periodic input grid would wrap regardless of mode: ndimage follows ``mode``
+    grid = BlockGrid(x.grid.shape, x.grid.grid, (False,) * ndim)
+    # boundary ghosts are only used for wrap; "constant" fills the others cheaply
+    exchange = [m if m == "wrap" else "constant" for m in modes]
+    views: list[list[np.ndarray]] = []
+    cores: list[tuple[slice, ...]] = []
+    for d in arrays:
+        padded = DistArray(grid, d.dtype, ghost=ghost, assignment=d.assignment, comm=d.comm)
+        for src, dst in zip(d.blocks, padded.blocks, strict=True):
+            dst.core[...] = src.core
+        padded.exchange_halo(exchange, 0)
+        mine = []
+        cores = []
+        for b in padded.blocks:
+            view, core = _view(b.extents, ghost, x.shape, modes)
+            mine.append(b.data[view])
+            cores.append(core)
+        views.append(mine)
+    return views, cores
 
 
 def apply_padded(
@@ -162,10 +258,10 @@ def apply_padded(
     halo: Sequence[int],
     modes: Sequence[str],
     dtype: np.dtype,
-    kernel: Kernel,
+    kernel: Callable[..., np.ndarray],
     *,
     output: DistArray | None = None,
-    func: str = "filter",
+    others: Sequence[DistArray] = (),
 ) -> DistArray:
     """Run ``kernel`` on every block extended by ``halo`` and return the cores as a DistArray.
 
@@ -182,12 +278,13 @@ def apply_padded(
     dtype : dtype
         Output dtype.
     kernel : callable
-        ``kernel(block) -> ndarray`` of the same shape (the block with its halo, where the
-        halo exists).
+        ``kernel(block, *other_blocks) -> ndarray`` of the block's shape (the block with its
+        halo, where the halo exists).
     output : DistArray, optional
         Write the result here (same layout as ``x``) instead of a new array.
-    func : str
-        Name used in error messages.
+    others : sequence of DistArray
+        Arrays of ``x``'s layout whose blocks, padded the same way, the kernel also gets
+        (a mask, ...).
 
     Returns
     -------
@@ -203,60 +300,16 @@ def apply_padded(
     >>> bool(np.allclose(y.allgather(), ndi.uniform_filter(a, 3)))
     True
     """
-    ndim = x.ndim
-    try:  # scipy's own checks (dtype support, ...) on every rank before any message
-        kernel(np.zeros((1,) * ndim, x.dtype))
-    except (RuntimeError, TypeError) as exc:
-        raise TypeError(f"{func}: scipy.ndimage rejects this call (input dtype {x.dtype}): {exc}") from None
-    ghost = tuple(int(h) if x.grid.grid[a] > 1 else 0 for a, h in enumerate(halo))
-    if any(ghost):
-        # a periodic input grid would wrap regardless of mode: ndimage follows ``mode``
-        grid = BlockGrid(x.grid.shape, x.grid.grid, (False,) * ndim)
-        try:
-            grid.check_halo(ghost)
-        except ValueError as exc:
-            raise ValueError(f"{func}: {exc}") from None
-        padded = DistArray(grid, x.dtype, ghost=ghost, assignment=x.assignment, comm=x.comm)
-        for src, dst in zip(x.blocks, padded.blocks, strict=True):
-            dst.core[...] = src.core
-        # boundary ghosts are only used for wrap; "constant" fills the others cheaply
-        padded.exchange_halo([m if m == "wrap" else "constant" for m in modes], 0)
-        sources = []
-        for b in padded.blocks:
-            view, core = _view(b.extents, ghost, x.shape, modes)
-            sources.append((b.data[view], core))
-    else:
-        full = (slice(None),) * ndim
-        sources = [(b.core, full) for b in x.blocks]
+    views, cores = padded_views([x, *others], halo, modes)
     out = output if output is not None else x.like(dtype, fill=0 if any(x.ghost) else None)
     adopt = output is None and not any(x.ghost)
-    for (data, core), dst in zip(sources, out.blocks, strict=True):
-        result = kernel(data)
-        if adopt and result.shape == dst.data.shape and result.dtype == dst.data.dtype:
+    for i, dst in enumerate(out.blocks):
+        core = cores[i]
+        result = kernel(*(v[i] for v in views))
+        if adopt and result.shape == dst.data.shape and result.dtype == dst.data.dtype and (
+            core == (slice(None),) * x.ndim
+        ):
             dst.data = result  # no halo on this block: keep scipy's array, skip a copy
         else:
             dst.core[...] = result[core]
     return out
-
-
-def run_passes(
-    passes: Sequence[Callable[[np.ndarray, np.ndarray], Any]], dtype: np.dtype
-) -> Kernel:
-    """A kernel that applies 1-D passes in order into one output array, like scipy does.
-
-    Each pass is ``f(input, output)``; the first reads the block, the later ones the output
-    in place (scipy's separable filters do the same, intermediate dtype included).
-    """
-
-    def kernel(data: np.ndarray) -> np.ndarray:
-        out = np.empty(data.shape, dtype)
-        if not passes:
-            out[...] = data
-            return out
-        src = data
-        for f in passes:
-            f(src, out)
-            src = out
-        return out
-
-    return kernel

@@ -1,18 +1,17 @@
 """Distributed connected-component labelling equal to ``scipy.ndimage.label``.
 
-The algorithm, in five steps:
+1. every block is labelled on its own by ``scipy.ndimage.label`` with the same ``structure``,
+   straight into a work array with a 1-wide ghost along the split axes; one compiled pass
+   finds the first pixel (raster order) of each local label, which is how scipy numbers them;
+2. the labels on each block's boundary shell are offset to be globally unique and the ghost
+   shells exchanged; each block pairs its boundary cells with the ghost cells ``structure``
+   connects them to (faces, edges and corners): distinct labels in a pair are one component;
+3. the equivalences are resolved and the components numbered in scipy's order by
+   :mod:`parvox.ndimage._components` (a distributed union-find: ranks exchange with their
+   neighbour ranks only; no rank gathers the pairs);
+4. each block maps its local labels to the final numbers in one compiled pass.
 
-1. every block is labelled on its own by ``scipy.ndimage.label`` with the same ``structure``;
-2. local labels are offset to be globally unique (ranks in order, blocks in gid order) and a
-   1-wide label halo is exchanged;
-3. each block pairs its face (and edge/corner) cells with the ghost cells that ``structure``
-   connects them to; distinct non-zero labels in a pair belong to one component;
-4. root merges the pairs with ``scipy.sparse.csgraph.connected_components`` and numbers the
-   components by the global raster index of their first pixel, which is how scipy numbers
-   them (each block reports the first pixel of each of its local labels);
-5. root scatters every rank's slice of the old-to-new mapping and each block relabels.
-
-Only label numbers and pairs travel (as buffers), never image data.
+Only label numbers travel, never image data. A single block is scipy's result as it is.
 
 Examples
 --------
@@ -28,61 +27,96 @@ from __future__ import annotations
 
 from typing import Any
 
+import numba
 import numpy as np
 import scipy.ndimage as ndi
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 
 from parvox.decomposition import BlockGrid
 from parvox.distarray import DistArray
-from parvox.ndimage._halo import check_input
+from parvox.ndimage import _components
+from parvox.ndimage._halo import check_input, probe, resolve_output
 
 __all__ = ["label"]
 
 
 def _structure(structure: Any, ndim: int) -> np.ndarray:
+    """scipy accepted it; parvox also needs it symmetric (pairs hold both ways)."""
     if structure is None:
         return ndi.generate_binary_structure(ndim, 1)
     st = np.asarray(structure, dtype=bool)
-    if st.ndim != ndim:
-        raise ValueError(f"structure must have {ndim} dimensions like input, got {st.ndim}")
-    if any(s != 3 for s in st.shape):
-        raise ValueError(f"structure must have size 3 along every axis, got shape {st.shape}")
     if not np.array_equal(st, st[(slice(None, None, -1),) * ndim]):
         raise ValueError("structure must be symmetric (centrosymmetric), as scipy requires")
     return st
 
 
-def _output_dtype(output: Any) -> np.dtype:
-    if output is None:
-        return np.dtype(np.int32)
-    if isinstance(output, np.ndarray | DistArray):
-        raise TypeError("output must be an integer dtype (label returns a new DistArray)")
-    try:
-        dt = np.dtype(output)
-    except TypeError:
-        raise TypeError(f"output must be an integer dtype, got {output!r}") from None
-    if dt.kind not in "iu":
-        raise TypeError(f"output must be an integer dtype, got {dt}")
-    return dt
+@numba.njit(nogil=True, cache=True)
+def _first_pixels(lab: np.ndarray, n: int) -> np.ndarray:  # pragma: no cover - compiled
+    """Flat index (raster order of the block) of the first pixel of labels 1..n."""
+    first = np.empty(n, np.int64)
+    current = 0
+    i = 0
+    s0, s1, s2 = lab.shape
+    for a in range(s0):
+        for b in range(s1):
+            for c in range(s2):
+                v = lab[a, b, c]
+                if v > current:  # scipy numbers by first appearance: v == current + 1
+                    first[v - 1] = i
+                    current = v
+                i += 1
+    return first
 
 
-def _first_pixels(lab: np.ndarray, n: int) -> np.ndarray:
-    """Local flat index of the first pixel (raster order) of labels 1..n."""
+@numba.njit(nogil=True, cache=True)
+def _apply(lab: np.ndarray, lut: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover
+    s0, s1, s2 = lab.shape
+    for a in range(s0):
+        for b in range(s1):
+            for c in range(s2):
+                out[a, b, c] = lut[lab[a, b, c]]
+
+
+def _as3(a: np.ndarray) -> np.ndarray | None:
+    """A view of up to three axes as exactly three (leading ones added), else ``None``."""
+    return a.reshape((1,) * (3 - a.ndim) + a.shape) if a.ndim <= 3 else None
+
+
+def _first(lab: np.ndarray, n: int) -> np.ndarray:
+    v = _as3(lab)
+    if v is not None:
+        return _first_pixels(v, n)
     flat = lab.ravel()
-    if n == 0:
-        return np.empty(0, np.int64)
-    # scipy numbers labels by first appearance, so the running maximum steps through 1..n
-    # by one exactly at each label's first pixel
-    cm = np.maximum.accumulate(flat)
-    step = np.empty(cm.size, bool)
-    step[0] = cm[0] > 0
-    np.not_equal(cm[1:], cm[:-1], out=step[1:])
-    first = np.flatnonzero(step)
-    if first.size == n and np.array_equal(flat[first], np.arange(1, n + 1)):
-        return first.astype(np.int64)
-    _, first = np.unique(flat, return_index=True)  # fallback, never expected
-    return first[-n:].astype(np.int64)
+    _, first = np.unique(flat, return_index=True)
+    return first[-n:].astype(np.int64) if n else np.empty(0, np.int64)
+
+
+def _relabel(lab: np.ndarray, lut: np.ndarray, out: np.ndarray) -> None:
+    v, o = _as3(lab), _as3(out)
+    if v is not None and o is not None:
+        _apply(v, lut, o)
+    else:
+        out[...] = lut[lab]
+
+
+def _shell(shape: tuple[int, ...], ghost: tuple[int, ...]) -> list[tuple[slice, ...]]:
+    """Regions of a block's data covering its boundary cells along split axes, each once."""
+    regions = []
+    for a, g in enumerate(ghost):
+        if not g:
+            continue
+        n = shape[a]
+        for i in sorted({0, n - 1}):
+            region = []
+            for b, gb in enumerate(ghost):
+                nb = shape[b]
+                if b == a:
+                    region.append(slice(gb + i, gb + i + 1))
+                elif b < a and gb:  # earlier axes already took their boundary cells
+                    region.append(slice(gb + 1, gb + nb - 1))
+                else:
+                    region.append(slice(gb, gb + nb))
+            regions.append(tuple(region))
+    return regions
 
 
 def _face_pairs(data: np.ndarray, core: tuple[slice, ...], ghost: tuple[int, ...],
@@ -109,11 +143,11 @@ def _face_pairs(data: np.ndarray, core: tuple[slice, ...], ghost: tuple[int, ...
             if m.any():
                 found.append(np.stack([u[m], v[m]]))
     if not found:
-        return np.empty((2, 0), data.dtype)
-    return np.concatenate(found, axis=1)
+        return np.empty((2, 0), np.int64)
+    return np.concatenate(found, axis=1).astype(np.int64)
 
 
-def label(input: DistArray, structure: Any = None, output: Any = None) -> tuple[DistArray, int]:
+def label(input: DistArray, structure: Any = None, output: Any = None) -> Any:
     """Label connected features (non-zero elements), like ``scipy.ndimage.label``.
 
     Parameters
@@ -123,125 +157,144 @@ def label(input: DistArray, structure: Any = None, output: Any = None) -> tuple[
     structure : array_like, optional
         Connectivity: a symmetric boolean array of size 3 along every axis (default: face
         connectivity, ``scipy.ndimage.generate_binary_structure(ndim, 1)``).
-    output : dtype, optional
-        Integer dtype of the labels (default ``int32`` as scipy).
+    output : dtype or DistArray, optional
+        The labels' dtype (default ``int32``, as scipy; any numeric dtype that holds them), or
+        a DistArray of the input's layout to write them into.
 
     Returns
     -------
     labels : DistArray
         Labels with the input's layout; equal to scipy's on the whole array, numbers included.
+        Not returned when ``output`` is a DistArray (as scipy returns only the count when
+        given an output array).
     num_features : int
         Number of components (the same on every rank).
 
     Examples
     --------
-    >>> import numpy as np
     >>> x = DistArray.scatter(np.eye(5, dtype=np.uint8))
     >>> label(x, structure=np.ones((3, 3)))[1]
     1
     """
-    from mpi4py import MPI
-
     x = check_input(input)
+    out_arg, out = resolve_output(output, x)
+    probe(lambda b: ndi.label(b, structure, out_arg), x)
     st = _structure(structure, x.ndim)
-    dtype = _output_dtype(output)
+    work = np.dtype(np.intp if x.size >= 2**31 - 2 else np.int32)
+    if out is not None:
+        dtype = out.dtype
+    else:
+        dtype = work if out_arg is None else np.dtype(out_arg)
+    result = out if out is not None else x.like(dtype, ghost=0)
+    num = _label_into(x, st, work, result)
+    if out is None and any(x.ghost):  # the input's ghost widths, zero-filled, as before
+        result = result.with_ghost(x.ghost)
+        for b in result.blocks:
+            _zero_ghosts(b)
+    return num if out is not None else (result, num)
+
+
+def _zero_ghosts(b: Any) -> None:
+    mask = np.ones(b.data.shape, bool)
+    mask[b.core_slices] = False
+    b.data[mask] = 0
+
+
+def _label_into(x: DistArray, st: np.ndarray, work: np.dtype, result: DistArray) -> int:
+    """Label ``x`` into ``result``; return the number of components."""
     comm = x.comm
-    rank, size = comm.Get_rank(), comm.Get_size()
-
-    local = [ndi.label(core, st) for core in x.cores()]
-    mine = np.array([sum(n for _, n in local)], np.int64)
-    counts = np.empty(size, np.int64)
-    comm.Allgather(mine, counts)
-    total = int(counts.sum())
-    start = int(counts[:rank].sum())
-
-    # 2. globally unique labels with a 1-wide halo along split axes
+    rank = comm.Get_rank()
+    if x.size == 0:
+        for c in result.cores():
+            c[...] = 0
+        return 0
     ghost = tuple(1 if g > 1 else 0 for g in x.grid.grid)
     grid = BlockGrid(x.grid.shape, x.grid.grid, (False,) * x.ndim)
-    work = np.int32 if total < np.iinfo(np.int32).max else np.int64  # halves halo traffic
-    glob = DistArray(grid, work, ghost=ghost, assignment=x.assignment, comm=comm)
-    offsets_b, keys = [], []
-    off = start
-    for (lab, n), b in zip(local, glob.blocks, strict=True):
-        core = b.core
-        np.multiply(lab > 0, work(off), out=core)  # faster than a masked add
-        core += lab
-        offsets_b.append(off)
-        coords = np.unravel_index(_first_pixels(lab, n), lab.shape)
-        gcoords = tuple(c + e[0] for c, e in zip(coords, b.extents, strict=True))
-        keys.append(np.ravel_multi_index(gcoords, x.shape).astype(np.int64))
-        off += n
-    keys_mine = np.concatenate(keys) if keys else np.empty(0, np.int64)
+    w = DistArray(grid, work, ghost=ghost, assignment=x.assignment, comm=comm)
+    counts = [int(ndi.label(src, st, output=dst.core)) for src, dst in zip(
+        x.cores(), w.blocks, strict=True)]
+    per_rank = np.array(comm.allgather(sum(counts)), np.int64)
+    starts = np.concatenate([[0], np.cumsum(per_rank)])
+    if x.grid.nblocks == 1:  # one block: scipy's labels are the answer
+        if result.dtype == work and not any(result.ghost):  # the same on every rank
+            for b, dst in zip(w.blocks, result.blocks, strict=True):
+                dst.data = b.data  # adopt, no copy
+        else:
+            for b, dst in zip(w.blocks, result.blocks, strict=True):
+                dst.core[...] = b.core  # scipy casts its labels the same way
+            _check_depth(w, result, comm)
+        return int(starts[-1])
+    offsets = np.concatenate([[0], np.cumsum(counts)]) + starts[rank]
+    keys = []
+    for b, n in zip(w.blocks, counts, strict=True):
+        first = _first(b.core, n)
+        local = np.unravel_index(first, b.shape)
+        glob = tuple(c + lo for c, (lo, _) in zip(local, b.extents, strict=True))
+        keys.append(np.ravel_multi_index(glob, x.shape).astype(np.int64))
+    key = np.concatenate(keys) if keys else np.empty(0, np.int64)
+    # unique ids on the boundary shells, exchanged; pairs; the shells back to local labels
+    shells = [_shell(b.shape, ghost) for b in w.blocks]
+    for b, off, regions in zip(w.blocks, offsets, shells, strict=False):
+        for r in regions:
+            v = b.data[r]
+            v[v > 0] += work.type(off)
+    w.exchange_halo("constant", 0)
+    steps = [tuple(int(v) - 1 for v in p) for p in np.argwhere(st) if np.any(p != 1)]
+    found = [_face_pairs(b.data, b.core_slices, ghost, steps) for b in w.blocks]
+    pairs = np.empty((2, 0), np.int64)
+    if found:  # distinct pairs: one int64 key each sorts far faster than unique columns
+        both = np.concatenate(found, axis=1)
+        codes = np.unique(both[0] * (int(starts[-1]) + 1) + both[1])
+        pairs = np.stack(np.divmod(codes, int(starts[-1]) + 1))
+    for b, off, regions in zip(w.blocks, offsets, shells, strict=False):
+        for r in regions:
+            v = b.data[r]
+            v[v > 0] -= work.type(off)
+    final = _components.resolve(comm, pairs, key, starts)
+    numbers, num = _components.number(comm, final, key, x.grid, x.assignment)
+    lut_of = {}
+    pos = 0
+    for b, n in zip(w.blocks, counts, strict=True):
+        lut = np.zeros(n + 1, np.int64)
+        lut[1:] = numbers[pos : pos + n]
+        lut_of[b.gid] = lut
+        pos += n
+    _finish(w, result, lut_of, comm)
+    return num
 
-    # 3. equivalences across block faces, edges and corners
-    pairs_mine = np.empty((2, 0), np.int64)
-    if any(ghost):
-        glob.exchange_halo("constant", 0)
-        offsets = [tuple(int(v) - 1 for v in p) for p in np.argwhere(st) if np.any(p != 1)]
-        found = [_face_pairs(b.data, b.core_slices, ghost, offsets) for b in glob.blocks]
-        if found:
-            both = np.concatenate(found, axis=1).astype(np.int64) - 1  # 0-based ids
-            code = np.unique(both[0] * total + both[1])  # drop duplicates cheaply
-            pairs_mine = np.stack([code // total, code % total])
 
-    # 4. resolve on root
-    root = 0
-    npairs = np.empty(size, np.int64)
-    comm.Allgather(np.array([pairs_mine.shape[1]], np.int64), npairs)
-    all_keys = np.empty(total, np.int64) if rank == root else None
-    comm.Gatherv(
-        keys_mine, [all_keys, counts.tolist(), _displs(counts), MPI.INT64_T] if rank == root else None,
-        root=root,
+def _check_depth(w: DistArray, result: DistArray, comm: Any) -> None:
+    """scipy's check after casting its labels to the requested dtype."""
+    ok = all(
+        bool(np.array_equal(dst.core, b.core)) for b, dst in zip(w.blocks, result.blocks,
+                                                                  strict=True)
     )
-    flat_pairs = np.ascontiguousarray(pairs_mine.T).reshape(-1)
-    all_pairs = np.empty(2 * int(npairs.sum()), np.int64) if rank == root else None
-    comm.Gatherv(
-        flat_pairs,
-        [all_pairs, (2 * npairs).tolist(), _displs(2 * npairs), MPI.INT64_T]
-        if rank == root
-        else None,
-        root=root,
-    )
-    mapping = np.empty(total, np.int64) if rank == root else None
-    nfeat = np.zeros(1, np.int64)
-    if rank == root:
-        assert all_keys is not None and all_pairs is not None and mapping is not None
-        mapping[...], nfeat[0] = _resolve(all_keys, all_pairs.reshape(-1, 2), total)
-    comm.Bcast(nfeat, root=root)
-    num = int(nfeat[0])
-    if num > np.iinfo(dtype).max:
-        raise ValueError(f"output dtype {dtype} cannot hold {num} labels")
-
-    # 5. every rank gets the new numbers of its own labels
-    mine_map = np.empty(int(counts[rank]), np.int64)
-    comm.Scatterv(
-        [mapping, counts.tolist(), _displs(counts), MPI.INT64_T] if rank == root else None,
-        mine_map,
-        root=root,
-    )
-    out = x.like(dtype, fill=0 if any(x.ghost) else None)
-    for (lab, n), o, b in zip(local, offsets_b, out.blocks, strict=True):
-        lut = np.zeros(n + 1, dtype)
-        lut[1:] = mine_map[o - start : o - start + n]
-        b.core[...] = lut[lab]
-    return out, num
+    if not comm.allreduce(ok, op=_land()):
+        raise RuntimeError("insufficient bit-depth in requested output type")
 
 
-def _displs(counts: np.ndarray) -> list[int]:
-    return np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64).tolist()
+def _finish(w: DistArray, result: DistArray, lut_of: dict[int, np.ndarray], comm: Any) -> None:
+    """Write ``lut[label]`` into ``result`` (scipy's bit-depth check first, on every rank)."""
+    dtype = result.dtype
+    ok = True
+    cast = {}
+    for gid, lut in lut_of.items():
+        with np.errstate(all="ignore"):
+            c = lut.astype(dtype)
+        ok &= bool(np.array_equal(c.astype(np.int64) if dtype.kind != "f" else c, lut))
+        cast[gid] = c
+    if not comm.allreduce(ok, op=_land()):
+        raise RuntimeError("insufficient bit-depth in requested output type")
+    in_place = result.dtype == w.dtype and not any(result.ghost)
+    for b, dst in zip(w.blocks, result.blocks, strict=True):
+        if in_place and b.core.flags.c_contiguous:
+            _relabel(b.core, cast[b.gid], b.core)  # the work array becomes the result
+            dst.data = b.core
+        else:
+            _relabel(b.core, cast[b.gid], dst.core)
 
 
-def _resolve(keys: np.ndarray, pairs: np.ndarray, total: int) -> tuple[np.ndarray, int]:
-    """New label (1-based, scipy's numbering) of every provisional label, and their count."""
-    if total == 0:
-        return np.empty(0, np.int64), 0
-    graph = coo_matrix(
-        (np.ones(len(pairs), np.int8), (pairs[:, 0], pairs[:, 1])), shape=(total, total)
-    )
-    ncomp, comp = connected_components(graph, directed=False)
-    # a component's number is the rank of its smallest first-pixel index
-    order = np.argsort(keys, kind="stable")
-    _, first_pos = np.unique(comp[order], return_index=True)
-    number = np.empty(ncomp, np.int64)
-    number[np.argsort(first_pos)] = np.arange(1, ncomp + 1)
-    return number[comp], int(ncomp)
+def _land() -> Any:
+    from mpi4py import MPI
+
+    return MPI.LAND

@@ -317,6 +317,8 @@ def histogram(
     assert lab is not None and inv is not None
     table = np.zeros((uniq.size, bins + 1), np.int64)
     for pos, v in _group_values(x, lab, uniq):
+        if not pos.size:  # a block with none of the labels: nothing to count
+            continue
         order = np.argsort(pos, kind="stable")
         pos, v = pos[order], v[order]
         present, starts = np.unique(pos, return_index=True)

@@ -1,0 +1,182 @@
+"""Benchmark: distributed connected-component labelling against scipy.ndimage.label.
+
+The volume: uniform-filtered noise above 0.5 (``uniform_filter(rng.random(shape), 5) > 0.5``,
+seed 0, float32 noise), 320^3 by default (28,917 components, many crossing every cut);
+``--quick``: 160^3. In one run:
+
+- ``scipy``: ``scipy.ndimage.label`` in this process (one core);
+- ``parvox N``: ``parvox.ndimage.label`` on N MPI ranks (1, 2 and 4), started here with
+  ``mpiexec``, on already-distributed data (each rank reads its blocks of the volume from a
+  ``.npy`` file), barrier to barrier, maximum over ranks. At the last round each rank also
+  reports where its time went: scipy's labelling of its blocks, and the rest (first pixels,
+  boundary exchange, the distributed union-find and numbering, relabelling).
+
+Every round runs each peer once, in a rotating order (a drifting background load spreads
+over all alike); figures are medians over ``--repeats`` rounds. parvox's labels are checked
+against scipy's, numbers included. Prints a table, saves a bar chart under ``bench/results/``
+and ends with ``ratio: parvox(2 ranks)/scipy = X``.
+
+Usage::
+
+    python bench/label.py --quick
+    python bench/label.py             # 320^3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+RANKS = (1, 2, 4)
+RESULTS = Path(__file__).resolve().parent / "results"
+_ONE_THREAD = {
+    name: "1"
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
+}
+
+
+def make_volume(n: int, seed: int = 0) -> np.ndarray:
+    """The benchmark volume: uniform-filtered float32 noise above 0.5, as bool."""
+    import scipy.ndimage as ndi
+
+    rng = np.random.default_rng(seed)
+    return ndi.uniform_filter(rng.random((n, n, n), dtype=np.float32), 5) > 0.5
+
+
+def worker(path: str, report: str, keep: str, repeats: int) -> None:
+    """Run on every rank: label the distributed volume ``repeats`` times; root reports."""
+    import scipy.ndimage as ndi
+    from mpi4py import MPI
+
+    from parvox import ndimage
+    from parvox.distarray import DistArray
+
+    comm = MPI.COMM_WORLD
+    x = DistArray.read_npy(path, comm=comm)
+    small = np.random.default_rng(1).random((24, 20, 16)) > 0.5
+    ndimage.label(DistArray.from_global(small, comm=comm))  # warm up (compiled kernels), untimed
+    times = []
+    for _ in range(repeats):
+        comm.Barrier()
+        t0 = time.perf_counter()
+        labels, n = ndimage.label(x)
+        times.append(comm.allreduce(time.perf_counter() - t0, op=MPI.MAX))
+    # where the time goes: scipy's labelling of this rank's blocks alone
+    comm.Barrier()
+    t0 = time.perf_counter()
+    for core in x.cores():
+        ndi.label(core)
+    local = comm.allreduce(time.perf_counter() - t0, op=MPI.MAX)
+    whole = labels.gather()
+    if comm.Get_rank() == 0:
+        np.save(os.path.join(keep, f"labels{comm.Get_size()}.npy"), whole)
+        Path(report).write_text(json.dumps({"times": times, "n": n, "local": local}))
+
+
+def run_parvox(nranks: int, path: str, keep: str) -> dict[str, Any]:
+    """Launch :func:`worker` under ``mpiexec -n nranks``; return its figures."""
+    from parvox.launch import launch_command
+
+    report = os.path.join(keep, f"parvox{nranks}.json")
+    argv = [__file__, "--worker", path, "--report", report, "--keep", keep]
+    env = dict(os.environ, **_ONE_THREAD)
+    proc = subprocess.run(launch_command(nranks, argv), env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"parvox worker on {nranks} ranks failed:\n{proc.stdout}{proc.stderr}")
+    return json.loads(Path(report).read_text())
+
+
+def chart(rows: dict[str, float], n: int, path: Path) -> None:
+    """A bar chart of the median times."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    bars = ax.bar(list(rows), list(rows.values()), color=["grey"] + ["tab:blue"] * len(RANKS))
+    ax.bar_label(bars, fmt="%.3f", fontsize=8)
+    ax.set_ylabel("seconds (median of rounds)")
+    ax.set_title(f"label, {n}^3 bool volume, {os.cpu_count()} cores")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="160^3 instead of 320^3")
+    parser.add_argument("--size", type=int, default=None, help="volume side (overrides --quick)")
+    parser.add_argument("--repeats", type=int, default=3, help="rounds (figures are medians)")
+    parser.add_argument("--worker", metavar="NPY", help=argparse.SUPPRESS)
+    parser.add_argument("--report", help=argparse.SUPPRESS)
+    parser.add_argument("--keep", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.repeats < 1:
+        parser.error(f"argument --repeats: must be >= 1, got {args.repeats}")
+    if args.worker:
+        worker(args.worker, args.report, args.keep, 1)
+        return
+    n = args.size or (160 if args.quick else 320)
+    if n < 16:
+        parser.error(f"argument --size: must be >= 16, got {n}")
+
+    import scipy.ndimage as ndi
+    from tqdm import tqdm
+
+    volume = make_volume(n)
+    peers = ["scipy", *(f"parvox {k}" for k in RANKS)]
+    times: dict[str, list[float]] = {p: [] for p in peers}
+    last: dict[int, dict[str, Any]] = {}
+    ndi.label(volume[:8])  # warm up, untimed
+    bar = tqdm(total=args.repeats * len(peers), desc=f"label {n}^3", unit="run", file=sys.stderr)
+    with tempfile.TemporaryDirectory(prefix="parvox-bench-") as keep:
+        path = os.path.join(keep, "volume.npy")
+        np.save(path, volume)
+        ref, nref = ndi.label(volume)
+        for r in range(args.repeats):
+            for peer in peers[r % len(peers) :] + peers[: r % len(peers)]:
+                if peer == "scipy":
+                    t0 = time.perf_counter()
+                    ndi.label(volume)
+                    times[peer].append(time.perf_counter() - t0)
+                else:
+                    k = int(peer.split()[1])
+                    figs = run_parvox(k, path, keep)
+                    times[peer].append(figs["times"][0])
+                    last[k] = figs
+                    if r == 0:
+                        got = np.load(os.path.join(keep, f"labels{k}.npy"))
+                        if figs["n"] != nref or not np.array_equal(got, ref):
+                            raise SystemExit(f"{peer}: labels differ from scipy's")
+                bar.update()
+    bar.close()
+    rows = {p: statistics.median(times[p]) for p in peers}
+    print(f"\nlabel on a {n}^3 volume ({nref} components), {os.cpu_count()} cores; median of "
+          f"{args.repeats} interleaved rounds (seconds)")
+    print(f"{'':<12}{'seconds':>10}{'/scipy':>9}{'scipy part':>12}{'the rest':>10}")
+    for p in peers:
+        k = int(p.split()[1]) if p != "scipy" else 0
+        local = last[k]["local"] if k else rows[p]
+        print(f"{p:<12}{rows[p]:>10.3f}{rows[p] / rows['scipy']:>9.3f}{local:>12.3f}"
+              f"{rows[p] - local:>10.3f}")
+    print("(scipy part: scipy.ndimage.label of each rank's blocks alone, max over ranks)")
+    path = RESULTS / f"label_{n}.png"
+    chart(rows, n, path)
+    print(f"\nchart: {path}")
+    print(f"ratio: parvox(2 ranks)/scipy = {rows['parvox 2'] / rows['scipy']:.3f}")
+
+
+if __name__ == "__main__":
+    main()

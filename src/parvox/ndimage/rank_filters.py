@@ -1,0 +1,427 @@
+"""Distributed ``scipy.ndimage`` rank filters: minimum, maximum, median, rank, percentile, generic.
+
+Same names, keywords and results as scipy's (exact: a rank filter selects one of the window's
+values). scipy checks the arguments on a one-element probe on every rank first; each block is
+then extended by a halo of the window's reach (from as many blocks away as needed) and filtered
+by scipy's own function, or, for the median, rank and percentile filters of the common dtypes,
+by the sorting network of :mod:`parvox.ndimage._selection` (over ten times faster than scipy's
+per-pixel selection, same values). ``generic_filter`` calls the user's function for every
+pixel of every block's core and halo, as scipy calls it for every pixel of the array.
+
+Examples
+--------
+>>> import numpy as np, scipy.ndimage as ndi
+>>> from parvox.distarray import DistArray
+>>> a = np.random.default_rng(0).random((30, 20))
+>>> x = DistArray.scatter(a)
+>>> bool(np.array_equal(percentile_filter(x, 25, size=4).allgather(),
+...                     ndi.percentile_filter(a, 25, size=4)))
+True
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import scipy.ndimage as ndi
+
+from parvox.distarray import PAD_MODES, DistArray, parse_boundary_mode
+from parvox.ndimage._halo import (
+    apply_padded,
+    axis_modes,
+    check_input,
+    expand_window,
+    norm_axes,
+    per_axis,
+    probe,
+    reach,
+    resolve_output,
+    window_halo,
+)
+from parvox.ndimage._selection import rank_filter_valid, supports
+
+__all__ = [
+    "generic_filter",
+    "generic_filter1d",
+    "maximum_filter",
+    "maximum_filter1d",
+    "median_filter",
+    "minimum_filter",
+    "minimum_filter1d",
+    "percentile_filter",
+    "rank_filter",
+]
+
+Mode = str | Sequence[str]
+
+
+def _line_filter(scipy_func: Any, input: DistArray, size: int, axis: int, output: Any,
+                 mode: str, cval: float, origin: int) -> DistArray:
+    x = check_input(input)
+    out_arg, out = resolve_output(output, x)
+    dtype = probe(lambda b: scipy_func(b, size, axis, out_arg, mode, cval, origin), x).dtype
+    ax = operator.index(axis) % x.ndim
+    halo = [0] * x.ndim
+    halo[ax] = reach(int(size), operator.index(origin))
+    return apply_padded(
+        x, halo, axis_modes(mode, (ax,), x.ndim), dtype,
+        lambda b: scipy_func(b, size, axis, dtype, mode, cval, origin), output=out,
+    )
+
+
+def minimum_filter1d(
+    input: DistArray,
+    size: int,
+    axis: int = -1,
+    output: Any = None,
+    mode: str = "reflect",
+    cval: float = 0.0,
+    origin: int = 0,
+) -> DistArray:
+    """1-D minimum filter along ``axis`` (``scipy.ndimage.minimum_filter1d``); exact.
+
+    Examples
+    --------
+    >>> x = DistArray.scatter(np.array([2, 8, 0, 4, 1, 9, 9, 0]))
+    >>> minimum_filter1d(x, size=3).allgather().tolist()
+    [2, 0, 0, 0, 1, 1, 0, 0]
+    """
+    return _line_filter(ndi.minimum_filter1d, input, size, axis, output, mode, cval, origin)
+
+
+def maximum_filter1d(
+    input: DistArray,
+    size: int,
+    axis: int = -1,
+    output: Any = None,
+    mode: str = "reflect",
+    cval: float = 0.0,
+    origin: int = 0,
+) -> DistArray:
+    """1-D maximum filter along ``axis`` (``scipy.ndimage.maximum_filter1d``); exact.
+
+    Examples
+    --------
+    >>> x = DistArray.scatter(np.array([2, 8, 0, 4, 1, 9, 9, 0]))
+    >>> maximum_filter1d(x, size=3).allgather().tolist()
+    [8, 8, 8, 4, 9, 9, 9, 9]
+    """
+    return _line_filter(ndi.maximum_filter1d, input, size, axis, output, mode, cval, origin)
+
+
+def _window(
+    size: Any, footprint: Any, origin: Any, ax: tuple[int, ...], ndim: int
+) -> tuple[np.ndarray, list[int], list[int]]:
+    """The window as scipy expands it (a footprint on every axis, origins) and the halo.
+
+    scipy pairs a footprint's dimensions with the filtered axes sorted, but the sizes of its
+    separable minimum and maximum with ``axes`` as given; the halo covers both.
+    """
+    fp = (
+        np.ones([int(s) for s in per_axis(size, len(ax), "size")], bool)
+        if footprint is None
+        else np.asarray(footprint, dtype=bool)
+    )
+    sizes, origins = expand_window(fp.shape, origin, ax, ndim)
+    given = [1] * ndim
+    for a, s in zip(ax, fp.shape, strict=True):
+        given[a] = s
+    halo = [max(h, g) for h, g in zip(window_halo(sizes, origins), window_halo(given, origins),
+                                       strict=True)]
+    missing = [a for a in range(ndim) if a not in ax]
+    return np.expand_dims(fp, missing) if missing else fp, origins, halo
+
+
+def _window_filter(
+    scipy_func: Callable[..., Any], input: DistArray, size: Any, footprint: Any, output: Any,
+    mode: Mode, cval: float, origin: Any, axes: Any, rank: Any = None, kind: str = "",
+) -> DistArray:
+    """min/max/median/rank/percentile: scipy's function, or the network where it is exact."""
+    x = check_input(input)
+    out_arg, out = resolve_output(output, x)
+    lead = () if rank is None else (rank,)
+
+    def call(b: np.ndarray, dtype: Any) -> np.ndarray:
+        return scipy_func(b, *lead, size=size, footprint=footprint, output=dtype, mode=mode,
+                          cval=cval, origin=origin, axes=axes)
+
+    dtype = probe(lambda b: call(b, out_arg), x).dtype
+    ax = norm_axes(axes, x.ndim)
+    window, origins, halo = _window(size, footprint, origin, ax, x.ndim)
+    kernel: Callable[[np.ndarray], np.ndarray] = lambda b: call(b, dtype)  # noqa: E731
+    if kind and isinstance(mode, str):
+        k = _selected_rank(kind, rank, int(window.sum()))
+        kernel = _network_kernel(kernel, x, window, origins, mode, cval, dtype, k)
+    return apply_padded(x, halo, axis_modes(mode, ax, x.ndim), dtype, kernel, output=out)
+
+
+def _selected_rank(kind: str, rank: Any, n: int) -> int:
+    """The rank scipy selects (after it accepted the arguments)."""
+    if kind == "median":
+        return n // 2
+    if kind == "percentile":
+        p = float(rank)
+        p = p + 100.0 if p < 0.0 else p
+        k = n - 1 if p == 100.0 else int(float(n) * p / 100.0)
+    else:
+        k = operator.index(rank)
+    return k + n if k < 0 else k
+
+
+def _network_kernel(
+    scipy_kernel: Callable[[np.ndarray], np.ndarray],
+    x: DistArray,
+    footprint: np.ndarray,
+    origins: list[int],
+    mode: str,
+    cval: float,
+    dtype: np.dtype,
+    k: int,
+) -> Callable[[np.ndarray], np.ndarray]:
+    """Rank ``k`` by a selection network (:mod:`._selection`), where it equals scipy's.
+
+    That is: output dtype = input dtype (one of :data:`._selection.DTYPES`), at most
+    :data:`._selection.MAX_WIRES` window elements, ``cval`` exact in the dtype, and per block no
+    NaN and no axis shorter than its padding (where ``numpy.pad`` and scipy extend differently).
+    The block is extended with ``numpy.pad`` in scipy's rule (``PAD_MODES``); anything else
+    keeps ``scipy_kernel``.
+    """
+    n = int(footprint.sum())
+    if dtype != x.dtype or not supports(dtype, n) or not 0 < k < n - 1:
+        return scipy_kernel
+    mode = parse_boundary_mode(mode)
+    pad_kw: dict[str, Any] = {"mode": PAD_MODES[mode]}
+    if mode == "constant":
+        with np.errstate(all="ignore"):
+            if float(np.array(cval).astype(dtype)) != float(cval):
+                return scipy_kernel
+        pad_kw["constant_values"] = cval
+    pads = [(s // 2 + o, s - 1 - s // 2 - o) for s, o in zip(footprint.shape, origins, strict=True)]
+    floating = dtype.kind == "f"
+
+    def kernel(block: np.ndarray) -> np.ndarray:
+        if any(n_a < max(p) for n_a, p in zip(block.shape, pads, strict=True)) or (
+            floating and np.isnan(block).any()
+        ):
+            return scipy_kernel(block)
+        return rank_filter_valid(np.pad(block, pads, **pad_kw), footprint, k)
+
+    return kernel
+
+
+def minimum_filter(
+    input: DistArray,
+    size: int | Sequence[int] | None = None,
+    footprint: Any = None,
+    output: Any = None,
+    mode: Mode = "reflect",
+    cval: float = 0.0,
+    origin: int | Sequence[int] = 0,
+    *,
+    axes: int | Sequence[int] | None = None,
+) -> DistArray:
+    """Minimum filter (``scipy.ndimage.minimum_filter``); exact.
+
+    Examples
+    --------
+    >>> x = DistArray.scatter(np.arange(12.0).reshape(3, 4))
+    >>> minimum_filter(x, size=3).allgather()[1].tolist()
+    [0.0, 0.0, 1.0, 2.0]
+    """
+    return _window_filter(
+        ndi.minimum_filter, input, size, footprint, output, mode, cval, origin, axes
+    )
+
+
+def maximum_filter(
+    input: DistArray,
+    size: int | Sequence[int] | None = None,
+    footprint: Any = None,
+    output: Any = None,
+    mode: Mode = "reflect",
+    cval: float = 0.0,
+    origin: int | Sequence[int] = 0,
+    *,
+    axes: int | Sequence[int] | None = None,
+) -> DistArray:
+    """Maximum filter (``scipy.ndimage.maximum_filter``); exact.
+
+    Examples
+    --------
+    >>> x = DistArray.scatter(np.arange(12.0).reshape(3, 4))
+    >>> maximum_filter(x, size=3).allgather()[1].tolist()
+    [9.0, 10.0, 11.0, 11.0]
+    """
+    return _window_filter(
+        ndi.maximum_filter, input, size, footprint, output, mode, cval, origin, axes
+    )
+
+
+def median_filter(
+    input: DistArray,
+    size: int | Sequence[int] | None = None,
+    footprint: Any = None,
+    output: Any = None,
+    mode: str = "reflect",
+    cval: float = 0.0,
+    origin: int | Sequence[int] = 0,
+    *,
+    axes: int | Sequence[int] | None = None,
+) -> DistArray:
+    """Median filter (``scipy.ndimage.median_filter``); exact.
+
+    Blocks of a float32/64 or up-to-32-bit integer dtype without NaN, with at most 128 window
+    elements and ``output`` of the input dtype, are filtered by a pruned sorting network
+    (:mod:`parvox.ndimage._selection`); the rest by ``scipy.ndimage.median_filter`` itself.
+    Either way the result equals scipy's on the whole array.
+
+    Examples
+    --------
+    >>> x = DistArray.scatter(np.array([[0.0, 9.0, 0.0], [0.0, 0.0, 0.0]]))
+    >>> float(median_filter(x, size=3).allgather().max())
+    0.0
+    """
+    return _window_filter(
+        ndi.median_filter, input, size, footprint, output, mode, cval, origin, axes,
+        kind="median",
+    )
+
+
+def rank_filter(
+    input: DistArray,
+    rank: int,
+    size: int | Sequence[int] | None = None,
+    footprint: Any = None,
+    output: Any = None,
+    mode: str = "reflect",
+    cval: float = 0.0,
+    origin: int | Sequence[int] = 0,
+    *,
+    axes: int | Sequence[int] | None = None,
+) -> DistArray:
+    """Rank filter (``scipy.ndimage.rank_filter``; ``rank=-1`` is the largest); exact.
+
+    Examples
+    --------
+    >>> x = DistArray.scatter(np.array([3.0, 1.0, 2.0, 5.0, 4.0]))
+    >>> rank_filter(x, 1, size=3).allgather().tolist()
+    [3.0, 2.0, 2.0, 4.0, 4.0]
+    """
+    return _window_filter(
+        ndi.rank_filter, input, size, footprint, output, mode, cval, origin, axes,
+        rank=rank, kind="rank",
+    )
+
+
+def percentile_filter(
+    input: DistArray,
+    percentile: float,
+    size: int | Sequence[int] | None = None,
+    footprint: Any = None,
+    output: Any = None,
+    mode: str = "reflect",
+    cval: float = 0.0,
+    origin: int | Sequence[int] = 0,
+    *,
+    axes: int | Sequence[int] | None = None,
+) -> DistArray:
+    """Percentile filter (``scipy.ndimage.percentile_filter``); exact.
+
+    Examples
+    --------
+    >>> x = DistArray.scatter(np.array([3.0, 1.0, 2.0, 5.0, 4.0]))
+    >>> percentile_filter(x, 50, size=3).allgather().tolist()
+    [3.0, 2.0, 2.0, 4.0, 4.0]
+    """
+    return _window_filter(
+        ndi.percentile_filter, input, size, footprint, output, mode, cval, origin, axes,
+        rank=percentile, kind="percentile",
+    )
+
+
+def generic_filter(
+    input: DistArray,
+    function: Any,
+    size: int | Sequence[int] | None = None,
+    footprint: Any = None,
+    output: Any = None,
+    mode: str = "reflect",
+    cval: float = 0.0,
+    origin: int | Sequence[int] = 0,
+    extra_arguments: Sequence[Any] = (),
+    extra_keywords: dict[str, Any] | None = None,
+    *,
+    axes: int | Sequence[int] | None = None,
+) -> DistArray:
+    """Filter with a user function of the window's values (``scipy.ndimage.generic_filter``).
+
+    ``function`` (a Python callable or a ``scipy.LowLevelCallable``) gets the values under the
+    footprint as a 1-D double array and returns one number, as in scipy; it runs on every rank
+    for the pixels of its blocks (and their halos). The result equals scipy's when the function
+    depends on its arguments only.
+
+    Examples
+    --------
+    >>> x = DistArray.scatter(np.arange(10.0).reshape(2, 5))
+    >>> generic_filter(x, np.ptp, size=3).allgather()[0].tolist()
+    [6.0, 7.0, 7.0, 7.0, 6.0]
+    """
+    x = check_input(input)
+    out_arg, out = resolve_output(output, x)
+    kw = {"extra_arguments": extra_arguments, "extra_keywords": extra_keywords, "axes": axes}
+
+    def call(b: np.ndarray, dtype: Any) -> np.ndarray:
+        return ndi.generic_filter(b, function, size, footprint, dtype, mode, cval, origin, **kw)
+
+    dtype = probe(lambda b: call(b, out_arg), x).dtype
+    ax = norm_axes(axes, x.ndim)
+    _, _, halo = _window(size, footprint, origin, ax, x.ndim)
+    return apply_padded(
+        x, halo, axis_modes(mode, ax, x.ndim), dtype, lambda b: call(b, dtype), output=out
+    )
+
+
+def generic_filter1d(
+    input: DistArray,
+    function: Any,
+    filter_size: int,
+    axis: int = -1,
+    output: Any = None,
+    mode: str = "reflect",
+    cval: float = 0.0,
+    origin: int = 0,
+    extra_arguments: Sequence[Any] = (),
+    extra_keywords: dict[str, Any] | None = None,
+) -> DistArray:
+    """1-D filter with a user function of each extended line (``scipy.ndimage.generic_filter1d``).
+
+    Each block's lines, extended by the filter's reach, go to ``function(input_line,
+    output_line)`` as in scipy; the result equals scipy's when every output value depends only
+    on the input values within ``filter_size`` of it (what scipy's extension assumes).
+
+    Examples
+    --------
+    >>> def smooth(line_in, line_out):
+    ...     line_out[...] = (line_in[:-2] + line_in[1:-1] + line_in[2:]) / 3
+    >>> x = DistArray.scatter(np.arange(6.0))
+    >>> np.round(generic_filter1d(x, smooth, 3).allgather(), 3).tolist()
+    [0.333, 1.0, 2.0, 3.0, 4.0, 4.667]
+    """
+    x = check_input(input)
+    out_arg, out = resolve_output(output, x)
+    kw = {"extra_arguments": extra_arguments, "extra_keywords": extra_keywords}
+
+    def call(b: np.ndarray, dtype: Any) -> np.ndarray:
+        return ndi.generic_filter1d(b, function, filter_size, axis, dtype, mode, cval, origin,
+                                    **kw)
+
+    dtype = probe(lambda b: call(b, out_arg), x).dtype
+    ax = operator.index(axis) % x.ndim
+    halo = [0] * x.ndim
+    halo[ax] = reach(int(filter_size), operator.index(origin))
+    return apply_padded(
+        x, halo, axis_modes(mode, (ax,), x.ndim), dtype, lambda b: call(b, dtype), output=out
+    )
