@@ -51,7 +51,13 @@ from parvox.comm import get_comm, private_comm
 from parvox.recon._errors import collective_error
 from parvox.recon.geometry import ImageGrid
 from parvox.recon.listmode import ListModeFile, subset_range
-from parvox.recon.projectors import Rows, em_update, parse_method, trace_rows
+from parvox.recon.projectors import (
+    RowArena,
+    Rows,
+    em_update,
+    parse_method,
+    trace_row_blocks,
+)
 from parvox.recon.scanner import Scanner
 from parvox.recon.timing import SubsetTimes, eq2
 
@@ -306,19 +312,29 @@ class _Engine:
         self.lm, self.scanner, self.grid = lm, scanner, grid
         self.method, self.dtype, self.chunk = method, dtype, chunk
         self.rank, self.size, self.subsets = rank, size, subsets
+        self.row_hint: float | None = None  # entries per row seen last
+        index_dtype = np.int32 if grid.size < 2**31 else np.int64
+        self.arena = RowArena(index_dtype, dtype)  # rows of one subset, reused every subset
 
-    def _rows(self, records: np.ndarray) -> Rows:
+    def _rows(self, records: np.ndarray) -> list[Rows]:
         starts, ends = self.scanner.lor_endpoints(records["d1"], records["d2"])
-        return trace_rows(starts, ends, self.grid, method=self.method, dtype=self.dtype)
+        blocks = trace_row_blocks(starts, ends, self.grid, method=self.method, dtype=self.dtype,
+                                  row_hint=self.row_hint, arena=self.arena)
+        rows = sum(b.n_rows for b in blocks)
+        if rows:
+            self.row_hint = sum(int(b.indptr[-1]) for b in blocks) / rows
+        return blocks
 
     def warm_up(self, f: np.ndarray, c: np.ndarray) -> None:
         """Load the compiled kernels for these dtypes before anything is timed."""
         d = self.scanner.detectors_per_ring
         rec = np.zeros(1, dtype=[("d1", "<u4"), ("d2", "<u4")])
         rec["d2"] = d // 2
-        rows = self._rows(rec)
         scratch = np.zeros_like(c)
-        em_update(f, rows, scratch)
+        for rows in self._rows(rec):
+            em_update(f, rows, scratch)
+        self.row_hint = None
+        self.arena.reset()
 
     def prepare(self, subset: int, budget: int, times: SubsetTimes, step: int,
                 request: Any = None, tests: int = 0) -> _Prepared:
@@ -331,9 +347,9 @@ class _Engine:
                 rec = self.lm.read(first, min(self.chunk, stop - first))
             if out.nbytes < budget:
                 with times.timing(step, "trace"):
-                    rows = self._rows(rec)
-                out.rows.append(rows)
-                out.nbytes += rows.nbytes
+                    blocks = self._rows(rec)
+                out.rows.extend(blocks)
+                out.nbytes += sum(b.nbytes for b in blocks)
             else:
                 out.pending.append(rec)
 
@@ -347,8 +363,12 @@ class _Engine:
         with times.timing(step, "backproject"):
             for rows in ready.rows:
                 em_update(f, rows, c)
+        ready.rows.clear()
+        self.arena.reset()
         for rec in ready.pending:
             with times.timing(step, "trace"):
-                rows = self._rows(rec)
+                blocks = self._rows(rec)
             with times.timing(step, "backproject"):
-                em_update(f, rows, c)
+                for rows in blocks:
+                    em_update(f, rows, c)
+            self.arena.reset()

@@ -168,12 +168,13 @@ def iec_phantom(grid: ImageGrid, *, ratio: float = 4.0, radius: float | None = N
     """
     if not (math.isfinite(ratio) and ratio > 1):
         raise ValueError(f"ratio: expected a hot/background ratio > 1, got {ratio!r}")
-    # the full-size body (mm): a half-disc of radius 147 over a rounded 294 x 77 slab,
-    # centred here on its bounding box; the spheres sit 57.2 mm around the half-disc's centre
-    s = _fit_scale(grid, radius, 150.0)
+    # the full-size body (mm): a half-disc of radius 147 over a rounded 294 x 77 slab, centred
+    # here on its bounding box (y from -77 to 147 in body coordinates, whose origin is the
+    # half-disc's centre); no point of it is farther than 155.3 mm from the box centre. The
+    # spheres sit 57.2 mm around the half-disc's centre.
+    s = _fit_scale(grid, radius, 155.3)
     z, y, x = grid.mesh()
-    cy = 35.0  # the half-disc's centre is 35 mm above the box centre
-    yb, xb = (y / s) - cy, x / s  # body coordinates, mm of the full-size phantom
+    yb, xb = y / s + 35.0, x / s  # body coordinates, mm of the full-size phantom
     upper = (yb >= 0) & (xb**2 + yb**2 <= 147.0**2)
     lower = (yb < 0) & (yb >= -77.0) & (np.abs(xb) <= 70.0 + np.sqrt(np.clip(77.0**2 - yb**2, 0, None)))
     half_len = min(90.0 * s, _axial_half(grid))

@@ -42,7 +42,7 @@ from parvox.recon import _kernels as K
 from parvox.recon.geometry import ImageGrid
 
 __all__ = ["METHODS", "Rows", "back_project", "em_update", "forward_project", "parse_method",
-           "trace_rows"]
+           "RowArena", "trace_row_blocks", "trace_rows"]
 
 #: Projector names and their kernel codes.
 METHODS = {"siddon": K.SIDDON, "joseph": K.JOSEPH}
@@ -241,14 +241,8 @@ def trace_rows(
     *,
     method: str = "joseph",
     dtype: Any = np.float64,
-    first: int = 0,
-    capacity: int | None = None,
 ) -> Rows:
-    """Trace lines ``first, first + 1, ...`` into :class:`Rows`, at most ``capacity`` entries.
-
-    Without ``capacity`` every line from ``first`` on is traced. With it, tracing stops before
-    the row that would not fit (at least one row is traced when it fits at all); ``n_rows``
-    tells how far it got.
+    """The system-matrix rows of the lines ``starts[i] -> ends[i]`` as one :class:`Rows`.
 
     Examples
     --------
@@ -257,46 +251,123 @@ def trace_rows(
     >>> r.indices.tolist(), r.weights.tolist()
     ([0, 1, 2], [2.0, 2.0, 2.0])
     """
+    blocks = trace_row_blocks(starts, ends, grid, method=method, dtype=dtype)
+    if len(blocks) == 1:
+        return blocks[0]
+    offsets = np.cumsum([0] + [int(b.indptr[-1]) for b in blocks])
+    indptr = np.concatenate([np.zeros(1, np.int64)]
+                            + [b.indptr[1:] + off for b, off in zip(blocks, offsets, strict=False)])
+    return Rows(indptr, np.concatenate([b.indices for b in blocks]),
+                np.concatenate([b.weights for b in blocks]))
+
+
+class RowArena:
+    """Reusable buffers for rows: slabs of ``slab`` entries, handed out front to back.
+
+    :meth:`reset` makes every slab free again without returning the memory, so tracing the
+    next subset writes into pages that are already mapped (no page faults, no zeroing).
+    Rows traced into the arena are valid until the next :meth:`reset`.
+
+    Examples
+    --------
+    >>> arena = RowArena(np.int32, np.float64, slab=1000)
+    >>> idx, w = arena.reserve(10)
+    >>> arena.commit(4); arena.used
+    4
+    >>> arena.reset(); arena.used, arena.nbytes
+    (0, 12000)
+    """
+
+    def __init__(self, index_dtype: Any, weight_dtype: Any, slab: int = 1 << 22) -> None:
+        self.index_dtype = np.dtype(index_dtype)
+        self.weight_dtype = np.dtype(weight_dtype)
+        self.slab = int(slab)
+        self._slabs: list[tuple[np.ndarray, np.ndarray]] = []
+        self._current = 0
+        self._pos = 0
+        self.used = 0
+
+    @property
+    def nbytes(self) -> int:
+        """Memory held by the slabs."""
+        return sum(i.nbytes + w.nbytes for i, w in self._slabs)
+
+    def reserve(self, at_least: int) -> tuple[np.ndarray, np.ndarray]:
+        """Free space of at least ``at_least`` entries: views of indices and weights."""
+        while self._current < len(self._slabs):
+            idx, w = self._slabs[self._current]
+            if idx.shape[0] - self._pos >= at_least:
+                return idx[self._pos :], w[self._pos :]
+            self._current += 1
+            self._pos = 0
+        size = max(self.slab, at_least)
+        self._slabs.append((np.empty(size, self.index_dtype), np.empty(size, self.weight_dtype)))
+        self._pos = 0
+        return self._slabs[-1][0], self._slabs[-1][1]
+
+    def commit(self, entries: int) -> None:
+        """Mark ``entries`` of the last reserved space as used."""
+        self._pos += entries
+        self.used += entries
+
+    def reset(self) -> None:
+        """Free everything (the rows traced into it become invalid)."""
+        self._current = self._pos = self.used = 0
+
+
+def trace_row_blocks(
+    starts: Any,
+    ends: Any,
+    grid: ImageGrid,
+    *,
+    method: str = "joseph",
+    dtype: Any = np.float64,
+    row_hint: float | None = None,
+    arena: RowArena | None = None,
+) -> list[Rows]:
+    """The rows of the lines as consecutive :class:`Rows` blocks, without copying.
+
+    Each block views a buffer sized for ``row_hint`` entries per row (with 25 % to spare; by
+    default half the most a row can have), or the free space of ``arena``; when it fills
+    up, the next block continues in new space. Untouched buffer space is never written.
+
+    Examples
+    --------
+    >>> g = ImageGrid((1, 4, 4), 1.0)
+    >>> lines = np.array([[0.0, -9, -1.2], [0.0, -0.4, -9]]), np.array([[0.0, 9, 0.3], [0, 0.1, 9]])
+    >>> [b.n_rows for b in trace_row_blocks(*lines, g, row_hint=1)]
+    [1, 1]
+    """
     s, e = _lines(starts, ends)
     code = METHODS[parse_method(method)]
     wdt = _image_dtype(dtype, "dtype")
     idt = np.int32 if grid.size < 2**31 else np.int64
+    if arena is not None and (arena.index_dtype != idt or arena.weight_dtype != wdt):
+        raise TypeError(f"arena: holds {arena.index_dtype}/{arena.weight_dtype}, "
+                        f"rows need {np.dtype(idt)}/{wdt}")
     bound = K.scratch_size(grid.shape, code)
     shape, lo, vox = grid.kernel_geometry()
-    n_lines = s.shape[0] - first
-    cap = bound * n_lines if capacity is None else int(capacity)
-    if capacity is None:
-        # estimate generously, trace, and continue into a new buffer if it ran out
-        cap = min(cap, max(bound, 64 * n_lines))
-    parts: list[Rows] = []
-    done = 0
+    n_lines = s.shape[0]
+    hint = bound / 2 if row_hint is None else max(float(row_hint), 1.0)
+    blocks: list[Rows] = []
+    done = nnz_done = 0
     while done < n_lines:
-        indptr = np.zeros(n_lines - done + 1, dtype=np.int64)
-        indices = np.empty(cap, dtype=idt)
-        weights = np.empty(cap, dtype=wdt)
-        rows = K.trace_rows(s, e, first + done, shape, lo, vox, code, bound, indptr, indices,
-                            weights)
+        left = n_lines - done
+        cap = min(bound * left, int(1.25 * hint * left) + bound)
+        indptr = np.zeros(left + 1, dtype=np.int64)
+        if arena is None:
+            indices, weights = np.empty(cap, dtype=idt), np.empty(cap, dtype=wdt)
+        else:
+            indices, weights = arena.reserve(bound)
+        rows = K.trace_rows(s, e, done, shape, lo, vox, code, bound, indptr, indices, weights)
         nnz = int(indptr[rows])
-        parts.append(Rows(indptr[: rows + 1], indices[:nnz].copy(), weights[:nnz].copy()))
+        if arena is not None:
+            arena.commit(nnz)
+        blocks.append(Rows(indptr[: rows + 1], indices[:nnz], weights[:nnz]))
         done += rows
-        if capacity is not None:
-            break
-        if rows == 0:
-            cap = bound * (n_lines - done)
-        else:  # the next buffer from the mean row length so far, with room to spare
-            mean = sum(int(p.indptr[-1]) for p in parts) / done
-            cap = min(bound * (n_lines - done), int(1.25 * mean * (n_lines - done)) + bound)
-    return _concat(parts, idt, wdt)
-
-
-def _concat(parts: list[Rows], idt: Any, wdt: Any) -> Rows:
-    if len(parts) == 1:
-        return parts[0]
-    offsets = np.cumsum([0] + [int(p.indptr[-1]) for p in parts])
-    indptr = np.concatenate([np.zeros(1, np.int64)]
-                            + [p.indptr[1:] + off for p, off in zip(parts, offsets, strict=False)])
-    return Rows(indptr, np.concatenate([p.indices for p in parts]).astype(idt, copy=False),
-                np.concatenate([p.weights for p in parts]).astype(wdt, copy=False))
+        nnz_done += nnz
+        hint = max(nnz_done / max(done, 1), 1.0)
+    return blocks
 
 
 def em_update(image: np.ndarray, rows: Rows, out: np.ndarray) -> int:
