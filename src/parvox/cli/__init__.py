@@ -35,6 +35,7 @@ SUBCOMMANDS: dict[str, str] = {
     "ingest": "parvox.cli.ingest",
     "label": "parvox.cli.label",
     "phantom": "parvox.cli.phantom",
+    "recon": "parvox.cli.recon",
     "serve": "parvox.cli.serve",
     "slice": "parvox.cli.slice",
     "trace": "parvox.cli.trace",

@@ -249,6 +249,10 @@ def osem(
         f = (a > 0).astype(dt)
         c_l = np.zeros(grid.shape, dtype=dt)
         engine.warm_up(f, c_l)
+        # start the progress thread (when asked for: a schedule, not MPI's own, registers
+        # with it) and load the allreduce path, before anything is timed
+        collectives.iallreduce(np.zeros(size, dt), comm=pc, algorithm="ring",
+                               progress=progress).wait()
         bar = _bar(len(steps), mode) if progress_bar and rank == 0 else None
         sizes = [subset_range(m, subsets, sub)[1] - subset_range(m, subsets, sub)[0]
                  for sub in range(subsets)]
