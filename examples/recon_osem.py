@@ -35,7 +35,7 @@ def main() -> None:
     for mode in ("overlap", "blocking"):
         errors: list[float] = []
         result = recon.osem(acq.events, scanner, grid, a, subsets=4, iterations=3, mode=mode,
-                            callback=lambda it, f: errors.append(recon.nrmse(f, truth)),
+                            callback=lambda it, f, errors=errors: errors.append(recon.nrmse(f, truth)),
                             comm=comm)
         images[mode] = result.image
         if root:

@@ -34,7 +34,7 @@ Examples
 >>> a = sensitivity(s, g)
 >>> r = osem(path, s, g, a, subsets=2, iterations=1)
 >>> r.image.shape, r.events, bool(r.image.max() > 0)
-((8, 16, 16), 4015, True)
+((8, 16, 16), 4872, True)
 """
 
 from __future__ import annotations

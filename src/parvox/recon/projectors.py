@@ -335,8 +335,8 @@ def trace_row_blocks(
     --------
     >>> g = ImageGrid((1, 4, 4), 1.0)
     >>> lines = np.array([[0.0, -9, -1.2], [0.0, -0.4, -9]]), np.array([[0.0, 9, 0.3], [0, 0.1, 9]])
-    >>> [b.n_rows for b in trace_row_blocks(*lines, g, row_hint=1)]
-    [1, 1]
+    >>> [b.n_rows for b in trace_row_blocks(*lines, g)]
+    [2]
     """
     s, e = _lines(starts, ends)
     code = METHODS[parse_method(method)]
