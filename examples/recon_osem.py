@@ -27,7 +27,7 @@ def main() -> None:
     grid = recon.ImageGrid((8, 20, 20), (3.0, 2.0, 2.0))
     phantom = recon.make_phantom("iec", grid, radius=scanner.radius)
     directory = comm.bcast(tempfile.mkdtemp() if root else None, root=0)
-    acq = recon.simulate_acquisition(directory, phantom, scanner, counts=3e5, seed=1, comm=comm)
+    acq = recon.simulate_acquisition(directory, phantom, scanner, counts=1.5e5, seed=1, comm=comm)
     a = recon.sensitivity(scanner, grid, mu=acq.mu(), comm=comm)
     truth = acq.truth()
     assert truth is not None
