@@ -168,6 +168,7 @@ def _validate_osem(args: argparse.Namespace) -> None:
         header = read_header(args.acq.events)
     except ValueError as exc:
         raise UsageError("OUT", str(exc)) from None
+    args.n_events = header["n_events"]
     if header["n_detectors"] != args.acq.scanner.n_detectors:
         raise UsageError("OUT", f"{args.acq.events} holds events of {header['n_detectors']} "
                                 f"detectors, the scanner has {args.acq.scanner.n_detectors}")
@@ -260,7 +261,7 @@ def _osem(args: argparse.Namespace) -> int:
     truth, labels, mu = acq.truth(), acq.labels(), acq.mu()
     t = comm.Timers(c)
     if root:
-        print(f"parvox recon osem: {acq.info.get('events')} events, {acq.scanner.describe()}")
+        print(f"parvox recon osem: {args.n_events} events, {acq.scanner.describe()}")
         print(f"  grid {acq.grid.shape} of {_mm(acq.grid.voxel_size)} mm, {args.subsets} subsets"
               f" x {args.iterations} iterations, {args.method}, mode {args.mode}"
               + (f" (progress {args.progress})" if args.mode == "overlap" else "")
