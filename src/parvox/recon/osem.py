@@ -214,7 +214,8 @@ def osem(
     dtype : float32 or float64
         Image, rows and allreduce precision.
     callback : callable, optional
-        ``callback(iteration, image)`` after every iteration, on every rank.
+        ``callback(iteration, image)`` after every iteration, on every rank; ``image`` is a
+        view of the working image (copy it to keep it).
     progress_bar : bool
         A progress bar over the subsets on rank 0.
     comm : MPI.Intracomm, optional
@@ -246,9 +247,14 @@ def osem(
         a = np.ascontiguousarray(sensitivity, dtype=dt)
         inv_a = np.zeros_like(a)
         np.divide(1.0, a, out=inv_a, where=a > 0)
-        f = (a > 0).astype(dt)
-        c_l = np.zeros(grid.shape, dtype=dt)
-        engine.warm_up(f, c_l)
+        inv_a = inv_a.reshape(-1)
+        # f and the rank's c interleaved: each gather from f loads the line c is added into
+        fc = np.zeros((grid.size, 2), dtype=dt)
+        f, c_rank = fc[:, 0], fc[:, 1]
+        f[:] = a.reshape(-1) > 0
+        c_l = np.zeros(grid.shape, dtype=dt)  # the contiguous buffer that is all-reduced
+        flat_c = c_l.reshape(-1)
+        engine.warm_up(f, c_rank, row_memory if mode == "overlap" else 0)
         # start the progress thread (when asked for: a schedule, not MPI's own, registers
         # with it) and load the allreduce path, before anything is timed
         collectives.iallreduce(np.zeros(size, dt), comm=pc, algorithm="ring",
@@ -264,8 +270,9 @@ def osem(
                 with times.timing(k, "subset"):
                     if ready is None:  # blocking: step 1 reads everything, step 2 traces it
                         ready = engine.prepare(sub, 0, times, k)
-                    c_l.fill(0)
-                    engine.backproject(ready, f, c_l, times, k)
+                    engine.backproject(ready, f, c_rank, times, k)
+                    with times.timing(k, "backproject"):
+                        flat_c[:] = c_rank
                     ready = None
                     if mode == "blocking":
                         with times.timing(k, "allreduce"):
@@ -283,13 +290,14 @@ def osem(
                         with times.timing(k, "wait"):
                             req.wait()
                     with times.timing(k, "update"):  # f * c / (a m_l / m)
-                        np.multiply(f, c_l, out=f)
+                        np.multiply(f, flat_c, out=f)
                         np.multiply(f, inv_a, out=f)
                         f *= dt.type(m / sizes[sub])
+                        c_rank.fill(0)
                 if bar is not None:
                     bar.update(1)
                 if callback is not None and sub == subsets - 1:
-                    callback(it, f)
+                    callback(it, f.reshape(grid.shape))
         finally:
             if bar is not None:
                 bar.close()
@@ -297,7 +305,7 @@ def osem(
     if mode == "blocking":
         first = SubsetTimes(times.seconds[:1].copy())
     first_mean, _ = first.reduce(pc)
-    return OSEMResult(f, mean, most, [f"{it + 1}.{sub + 1}" for it, sub in steps], m, size,
+    return OSEMResult(np.ascontiguousarray(f).reshape(grid.shape), mean, most, [f"{it + 1}.{sub + 1}" for it, sub in steps], m, size,
                       mode, progress, float(first_mean.column("read")[0]),
                       float(first_mean.column("trace")[0]))
 
@@ -329,16 +337,24 @@ class _Engine:
             self.row_hint = sum(int(b.indptr[-1]) for b in blocks) / rows
         return blocks
 
-    def warm_up(self, f: np.ndarray, c: np.ndarray) -> None:
-        """Load the compiled kernels for these dtypes before anything is timed."""
-        d = self.scanner.detectors_per_ring
-        rec = np.zeros(1, dtype=[("d1", "<u4"), ("d2", "<u4")])
-        rec["d2"] = d // 2
-        scratch = np.zeros_like(c)
+    def warm_up(self, f: np.ndarray, c: np.ndarray, budget: int) -> None:
+        """Before anything is timed: load the compiled kernels for these dtypes and layouts,
+        learn the mean row length from a sample of this rank's first events, and map the
+        memory the rows will take: a subset's, up to ``budget`` bytes, plus one chunk's (what
+        is traced in step 2)."""
+        start, stop = subset_range(self.lm.n_events, self.subsets, 0, self.rank, self.size)
+        rec = self.lm.read(start, min(256, stop - start))
+        if rec.shape[0] == 0:
+            rec = np.zeros(1, dtype=rec.dtype)
+            rec["d2"] = self.scanner.detectors_per_ring // 2
+        scratch = np.zeros((c.shape[0], 2), c.dtype)[:, 1]  # the same layout as c
         for rows in self._rows(rec):
             em_update(f, rows, scratch)
-        self.row_hint = None
         self.arena.reset()
+        per_entry = self.arena.index_dtype.itemsize + self.arena.weight_dtype.itemsize
+        per_row = 1.1 * (self.row_hint or 0)
+        ahead = min(int(per_row * (stop - start)), budget // per_entry)
+        self.arena.preallocate(ahead + int(per_row * self.chunk))
 
     def prepare(self, subset: int, budget: int, times: SubsetTimes, step: int,
                 request: Any = None, tests: int = 0) -> _Prepared:

@@ -292,6 +292,18 @@ class RowArena:
         """Memory held by the slabs."""
         return sum(i.nbytes + w.nbytes for i, w in self._slabs)
 
+    def preallocate(self, entries: int) -> None:
+        """Allocate and touch slabs for ``entries`` entries in all, so that filling them later
+        costs no page faults."""
+        have = sum(i.shape[0] for i, _ in self._slabs)
+        while have < entries:
+            idx = np.zeros(self.slab, self.index_dtype)
+            w = np.zeros(self.slab, self.weight_dtype)
+            idx.fill(0)  # calloc'd pages are mapped on first write: write now
+            w.fill(0)
+            self._slabs.append((idx, w))
+            have += self.slab
+
     def reserve(self, at_least: int) -> tuple[np.ndarray, np.ndarray]:
         """Free space of at least ``at_least`` entries: views of indices and weights."""
         while self._current < len(self._slabs):
@@ -373,8 +385,10 @@ def trace_row_blocks(
 def em_update(image: np.ndarray, rows: Rows, out: np.ndarray) -> int:
     """Add ``sum_j A_j^T (1 / (A_j f))`` over the rows with ``A_j f > 0`` into ``out``.
 
-    This is the per-event part of list-mode EM (Listing 1.1's inner sum). Returns the number
-    of rows that contributed.
+    This is the per-event part of list-mode EM (Listing 1.1's inner sum). ``image`` and
+    ``out`` may be 1-D views of the flat images, strided ones included: OSEM keeps ``f`` and
+    ``c`` interleaved (``fc[:, 0]``, ``fc[:, 1]``), so that the scatter into ``c`` finds the
+    cache lines the gather from ``f`` just loaded. Returns the number of rows that contributed.
 
     Examples
     --------
@@ -387,5 +401,8 @@ def em_update(image: np.ndarray, rows: Rows, out: np.ndarray) -> int:
         raise TypeError(
             f"image/out: dtypes {image.dtype}/{out.dtype} differ from the rows' {rows.weights.dtype}"
         )
-    return int(K.em_rows(image.reshape(-1), rows.indptr, rows.indices, rows.weights,
-                         out.reshape(-1)))
+    if out.ndim != 1 and not out.flags.c_contiguous:
+        raise ValueError("out: must be 1-D or C-contiguous (it is added into)")
+    flat_out = out if out.ndim == 1 else out.reshape(-1)
+    flat_image = image if image.ndim == 1 else image.reshape(-1)
+    return int(K.em_rows(flat_image, rows.indptr, rows.indices, rows.weights, flat_out))
