@@ -52,7 +52,10 @@ CONFIGS = {  # name -> osem keywords
     "blocking ring": {"mode": "blocking", "algorithm": "ring"},
     "overlap test": {"mode": "overlap", "algorithm": "ring", "progress": "test"},
     "overlap thread": {"mode": "overlap", "algorithm": "ring", "progress": "thread"},
+    # not run by default (--configs): 32 test calls per subset instead of the seed's 4 x P
+    "overlap test 32": {"mode": "overlap", "algorithm": "ring", "progress": "test", "tests": 32},
 }
+DEFAULT_CONFIGS = ("blocking MPI", "blocking ring", "overlap test", "overlap thread")
 PHASES = ("read", "trace", "backproject", "allreduce", "start", "test", "wait", "update",
           "overlap", "subset")
 _ONE_THREAD = {name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
@@ -240,11 +243,15 @@ def main() -> None:
     parser.add_argument("--ranks", type=int, default=2, help="MPI ranks (default 2)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--report", help=argparse.SUPPRESS)
-    parser.add_argument("--configs", default=",".join(CONFIGS), help=argparse.SUPPRESS)
+    parser.add_argument("--configs", default=",".join(DEFAULT_CONFIGS),
+                        help=f"comma-separated configurations among: {', '.join(CONFIGS)}")
     args = parser.parse_args()
     events = args.events or (15_000 if args.quick else 40_000)
     repeats = args.repeats or (1 if args.quick else 2)
     configs = args.configs.split(",")
+    unknown = [c for c in configs if c not in CONFIGS]
+    if unknown:
+        parser.error(f"argument --configs: unknown {unknown}; choose among {list(CONFIGS)}")
     if events < 100:
         parser.error(f"argument --events: must be >= 100, got {events}")
     if repeats < 1:

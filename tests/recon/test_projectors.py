@@ -194,8 +194,15 @@ def test_em_update_is_the_list_mode_em_sum():
     ratio = np.where(proj > 0, 1 / np.where(proj > 0, proj, 1), 0.0)
     np.testing.assert_allclose(c, rows.back(ratio, np.zeros(SHAPE)), rtol=1e-12)
     assert used == int((proj > 0).sum())
+    # OSEM's interleaved layout: f and c as strided 1-D views of one (n, 2) array
+    fc = np.zeros((f.size, 2))
+    fc[:, 0] = f.ravel()
+    em_update(fc[:, 0], rows, fc[:, 1])
+    np.testing.assert_array_equal(fc[:, 1], c.ravel())
     with pytest.raises(TypeError, match="dtypes"):
         em_update(f.astype(np.float32), rows, c)
+    with pytest.raises(ValueError, match="out"):  # a copy would lose the sums
+        em_update(f, rows, np.zeros((5, 7, 18))[:, :, ::2])
 
 
 def test_bad_input_names_the_argument():

@@ -230,7 +230,7 @@ class Rows:
         v = np.ascontiguousarray(values, dtype=np.float64).reshape(-1)
         if v.shape[0] != self.n_rows:
             raise ValueError(f"values: {v.shape[0]} values for {self.n_rows} rows")
-        K.rows_back(v, self.indptr, self.indices, self.weights, out.reshape(-1))
+        K.rows_back(v, self.indptr, self.indices, self.weights, _flat_out(out))
         return out
 
 
@@ -401,8 +401,12 @@ def em_update(image: np.ndarray, rows: Rows, out: np.ndarray) -> int:
         raise TypeError(
             f"image/out: dtypes {image.dtype}/{out.dtype} differ from the rows' {rows.weights.dtype}"
         )
+    flat_image = image if image.ndim == 1 else image.reshape(-1)
+    return int(K.em_rows(flat_image, rows.indptr, rows.indices, rows.weights, _flat_out(out)))
+
+
+def _flat_out(out: np.ndarray) -> np.ndarray:
+    """A 1-D view of an image that is added into (never a copy, which would lose the sums)."""
     if out.ndim != 1 and not out.flags.c_contiguous:
         raise ValueError("out: must be 1-D or C-contiguous (it is added into)")
-    flat_out = out if out.ndim == 1 else out.reshape(-1)
-    flat_image = image if image.ndim == 1 else image.reshape(-1)
-    return int(K.em_rows(flat_image, rows.indptr, rows.indices, rows.weights, flat_out))
+    return out if out.ndim == 1 else out.reshape(-1)
