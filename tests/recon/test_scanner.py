@@ -47,6 +47,11 @@ def test_detector_centres_lie_on_the_cylinder_in_ring_order():
     a, b = s.lor_endpoints([0, 13], [6, 35])
     np.testing.assert_allclose(a, c[[0, 13]])
     np.testing.assert_allclose(b, c[[6, 35]])
+    # and back: every detector's centre lies on its own face
+    found, inside = s.detectors_at(c)
+    np.testing.assert_array_equal(found, np.arange(36))
+    assert inside.all()
+    assert not s.detectors_at(np.array([[3.1, 25.0, 0.0]]))[1][0]  # beyond the last ring
     with pytest.raises(ValueError, match="detector"):
         s.lor_endpoints([36], [0])
 

@@ -194,14 +194,24 @@ class Scanner:
         t2 = (-b + root) / (2 * safe_a)
         hit1 = p + t1[:, None] * u
         hit2 = p + t2[:, None] * u
-        det1, ok1 = self._detector_at(hit1)
-        det2, ok2 = self._detector_at(hit2)
+        det1, ok1 = self.detectors_at(hit1)
+        det2, ok2 = self.detectors_at(hit2)
         detected = inside & ok1 & ok2
         detected &= self.valid_pairs(det1, det2)
         return det1, det2, detected, hit1, hit2
 
-    def _detector_at(self, hits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Detector index of points on the cylinder, and whether they lie within its rings."""
+    def detectors_at(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The detector whose face holds each point of the cylinder (the inverse of
+        :meth:`lor_endpoints`), and whether the point lies within the rings.
+
+        Examples
+        --------
+        >>> s = Scanner.preset("tiny")
+        >>> a, b = s.lor_endpoints([5, 200], [30, 383])
+        >>> s.detectors_at(np.concatenate([a, b]))[0].tolist()
+        [5, 200, 30, 383]
+        """
+        hits = np.asarray(points, dtype=np.float64).reshape(-1, 3)
         d = self.detectors_per_ring
         ring_f = np.floor((hits[:, 0] + self.axial_length / 2) / self.crystal_pitch)
         ok = (ring_f >= 0) & (ring_f < self.rings)
