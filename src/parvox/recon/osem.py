@@ -358,13 +358,18 @@ class _Engine:
 
     def prepare(self, subset: int, budget: int, times: SubsetTimes, step: int,
                 request: Any = None, tests: int = 0) -> _Prepared:
-        """Read this rank's events of ``subset``; trace rows while they fit in ``budget``."""
+        """Read this rank's events of ``subset``; trace rows while they fit in ``budget``.
+
+        With ``tests`` test calls the events go in at least ``tests`` pieces, so that the
+        calls are spread evenly over the work instead of falling together between chunks.
+        """
         start, stop = subset_range(self.lm.n_events, self.subsets, subset, self.rank, self.size)
         out = _Prepared()
+        piece = max(1, min(self.chunk, -(-(stop - start) // tests))) if tests else self.chunk
 
         def work(first: int) -> None:
             with times.timing(step, "read"):
-                rec = self.lm.read(first, min(self.chunk, stop - first))
+                rec = self.lm.read(first, min(piece, stop - first))
             if out.nbytes < budget:
                 with times.timing(step, "trace"):
                     blocks = self._rows(rec)
@@ -374,7 +379,7 @@ class _Engine:
                 out.pending.append(rec)
 
         collectives.overlap(None if request is None else [request], work,
-                            range(start, stop, self.chunk), tests=tests)
+                            range(start, stop, piece), tests=tests)
         return out
 
     def backproject(self, ready: _Prepared, f: np.ndarray, c: np.ndarray, times: SubsetTimes,
