@@ -332,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.worker:
         worker(args.quick, args.worker)
         return 0
-    from parvox.comm import launch_command
+    from parvox.launch import launch_command
 
     rows: list[dict] = []
     for n in [int(v) for v in args.ranks.split(",")]:

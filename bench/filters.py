@@ -128,7 +128,7 @@ def worker(n: int, report: str, keep: str, breakdown: bool) -> None:
 
 def run_parvox(nranks: int, n: int, keep: str, breakdown: bool) -> dict[str, Any]:
     """Launch :func:`worker` under ``mpiexec -n nranks``; return its figures."""
-    from parvox.comm import launch_command
+    from parvox.launch import launch_command
 
     report = os.path.join(keep, f"parvox{nranks}.json")
     argv = [__file__, "--worker", "--size", str(n), "--report", report, "--keep", keep]

@@ -405,7 +405,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.worker:
         worker(args)
         return 0
-    from parvox.comm import launch_command
+    from parvox.launch import launch_command
 
     ranks = args.ranks or ([2] if args.quick else [2, 4])
     ratio32 = None

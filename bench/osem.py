@@ -262,7 +262,7 @@ def main() -> None:
         worker(events, repeats, configs, args.report)
         return
 
-    from parvox.comm import launch_command
+    from parvox.launch import launch_command
 
     RESULTS.mkdir(parents=True, exist_ok=True)
     report = RESULTS / f"figures-{events}-{args.ranks}.json"

@@ -299,7 +299,7 @@ def worker(args: argparse.Namespace) -> None:
 
 def run_parvox(store: Path, shape, nslices: int, ranks: int, threads: int, cache_mib: int,
                workdir: Path, compute_threads: int = 1) -> list:
-    from parvox.comm import launch_command
+    from parvox.launch import launch_command
 
     result = workdir / f"parvox-{ranks}.json"
     argv = [str(Path(__file__).resolve()), "--worker", "--store", str(store), "--shape",

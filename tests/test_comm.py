@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from parvox.comm import in_mpi_job, launch_command
+from parvox.launch import in_mpi_job, launch_command
 from parvox.testing import mpi_test
 
 
@@ -30,7 +30,8 @@ def test_launch_command_uses_this_python():
 def test_root_only_broadcasts_results_and_errors():
     from mpi4py import MPI
 
-    from parvox.comm import RankFailure, root_only
+    from parvox.comm import root_only
+    from parvox.errors import AllRanksValueError, ParameterError, RankFailure
 
     rank = MPI.COMM_WORLD.Get_rank()
     calls = []
@@ -47,14 +48,64 @@ def test_root_only_broadcasts_results_and_errors():
     def broken():
         raise OSError("disk gone")
 
-    with pytest.raises((OSError, RankFailure), match="disk gone"):
+    # every rank, root included, raises the same typed error: nobody is left waiting
+    with pytest.raises(RankFailure, match="rank 0 failed in broken: OSError: disk gone") as info:
         broken()
+    assert info.value.rank == 0
+    assert isinstance(info.value.__cause__, OSError) == (rank == 0)
+
+    @root_only(root=MPI.COMM_WORLD.Get_size() - 1)
+    def bad_header(path):
+        raise ParameterError("path", f"{path}: bad magic")
+
+    with pytest.raises(AllRanksValueError, match=r"h\.npy: bad magic") as info:
+        bad_header("h.npy")
+    assert info.value.param == "path" and info.value.rank == MPI.COMM_WORLD.Get_size() - 1
 
     @root_only(bcast=False)
     def quiet():
         return 1
 
     assert quiet() == (1 if rank == 0 else None)
+
+    @root_only(bcast=False, share_errors=True)
+    def quiet_failure():
+        raise ValueError("only root sees this")
+
+    with pytest.raises(AllRanksValueError, match="only root sees this"):
+        quiet_failure()
+
+    @root_only(bcast=False)
+    def skipped_failure():  # the seed's RONLY: the others skip the region, root alone raises
+        raise KeyError("root's own")
+
+    if rank == 0:
+        with pytest.raises(KeyError):
+            skipped_failure()
+    else:
+        assert skipped_failure() is None
+
+
+@mpi_test(ranks=(1, 2, 3), timeout=60)
+def test_all_ranks_joined_tells_one_failure_from_all():
+    from mpi4py import MPI
+
+    from parvox.comm import all_ranks_joined
+
+    comm = MPI.COMM_WORLD
+    every = comm.Dup()
+    assert all_ranks_joined(every, 30.0)
+    every.Free()
+    if comm.Get_size() > 1:
+        alone = comm.Dup()
+        if comm.Get_rank() == 1:  # the others never join: it must give up, not hang
+            assert not all_ranks_joined(alone, 0.2)
+        comm.Barrier()
+        # the pending barrier is only ever followed by an abort in real use; here the other
+        # ranks complete it so the communicator can be freed
+        if comm.Get_rank() != 1:
+            alone.Ibarrier().Wait()
+        alone.Free()
 
 
 @mpi_test(timeout=60)

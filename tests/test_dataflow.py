@@ -139,6 +139,92 @@ def test_heartbeat_reports_every_rank():
             assert flow.silent_ranks(after=20.0) == {}
 
 
+@mpi_test(ranks=(1, 2), timeout=120)
+def test_peer_state_reads_are_snapshots_while_ranks_are_marked_dead():
+    import threading
+
+    from mpi4py import MPI
+
+    from parvox.dataflow import Dataflow
+
+    comm = MPI.COMM_WORLD
+    with Dataflow([_sum_op(comm.Get_size())]) as flow:
+        if comm.Get_rank() == 0:
+            flow.start_heartbeat(0.001)
+            stop = threading.Event()
+            errors = []
+
+            def mark() -> None:  # the watchdog's and the heartbeat's writes
+                for r in range(comm.Get_size(), comm.Get_size() + 20000):
+                    flow.mark_dead(r)
+                stop.set()
+
+            def read() -> None:  # the HTTP handlers' reads
+                try:
+                    while not stop.is_set():
+                        flow.silent_ranks(60.0)
+                        len(flow.dead), len(flow.rank_status), len(flow.last_seen)
+                except Exception as exc:
+                    errors.append(exc)
+                    stop.set()
+
+            threads = [threading.Thread(target=read) for _ in range(3)]
+            threads.append(threading.Thread(target=mark))
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            assert errors == []
+            silent = flow.silent_ranks(60.0)
+            assert len(silent) == 20000 and set(silent.values()) == {float("inf")}
+            dead = flow.dead
+            flow.mark_dead(-1)
+            assert -1 not in dead and -1 in flow.dead  # a snapshot, not a live view
+
+
+def _stuck_op(release) -> Operation:
+    """Every token goes to the last rank, whose stage waits until ``release`` is set."""
+
+    def stage(x):
+        from mpi4py import MPI
+
+        if MPI.COMM_WORLD.Get_rank() == MPI.COMM_WORLD.Get_size() - 1:
+            release.wait(60)
+        return x
+
+    def split(n):
+        from mpi4py import MPI
+
+        return [Token(MPI.COMM_WORLD.Get_size() - 1, np.array([i])) for i in range(n)]
+
+    return Operation("stuck", split, (Stage(stage),), lambda acc, r: acc + 1, init=lambda n: 0)
+
+
+@mpi_test(ranks=(2,), timeout=120)
+def test_a_request_without_progress_times_out_instead_of_waiting_forever():
+    import threading
+    import time
+
+    from mpi4py import MPI
+
+    from parvox.dataflow import Dataflow, DataflowTimeout
+
+    comm = MPI.COMM_WORLD
+    release = threading.Event()
+    with Dataflow([_stuck_op(release)], window=3) as flow:
+        if comm.Get_rank() == 0:
+            t0 = time.monotonic()
+            with pytest.raises(DataflowTimeout, match="2 of 2 results missing"):
+                flow.run("stuck", 2, timeout=0.5)  # both tokens sent, no result comes
+            with pytest.raises(DataflowTimeout, match="no room to send to rank 1"):
+                flow.run("stuck", 2, timeout=0.5)  # the window (3) fills with the first token
+            assert time.monotonic() - t0 < 30
+            comm.send("release", dest=1)
+        else:
+            assert comm.recv(source=0) == "release"
+            release.set()
+
+
 def test_wire_roundtrip_keeps_arrays_and_small_objects():
     a = np.arange(12, dtype=np.float32).reshape(3, 4)
     b = np.empty((0, 3), dtype=np.int64)

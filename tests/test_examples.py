@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from parvox.comm import launch_command
+from parvox.launch import launch_command
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples").glob("*.py"))
 

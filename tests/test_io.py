@@ -135,15 +135,18 @@ def test_distributed_read_write_every_format():
 
 @mpi_test(ranks=(1, 3), timeout=60)
 def test_distributed_errors_reach_every_rank():
+    from parvox.errors import AllRanksError, AllRanksValueError
+
     tmp = _shared_dir()
-    with pytest.raises(ValueError, match=r"missing\.png: no such file"):
+    with pytest.raises(AllRanksValueError, match=r"missing\.png: no such file"):
         read_distributed(os.path.join(tmp, "missing.png"))
-    with pytest.raises(ValueError, match=r"missing\.npy: no such file"):
+    with pytest.raises(AllRanksValueError, match=r"missing\.npy: no such file") as info:
         read_distributed(os.path.join(tmp, "missing.npy"))
+    assert isinstance(info.value, AllRanksError) and info.value.rank == 0
     from parvox.distarray import DistArray
 
     d = DistArray.scatter(np.zeros((9, 5), np.float64))
-    with pytest.raises(ValueError, match="integer images only"):
+    with pytest.raises(AllRanksValueError, match="integer images only"):
         write_distributed(d, os.path.join(tmp, "f.png"))
-    with pytest.raises(ValueError, match="does not exist"):
+    with pytest.raises(AllRanksValueError, match="does not exist"):
         write_distributed(d, os.path.join(tmp, "nodir", "f.npy"))

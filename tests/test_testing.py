@@ -41,7 +41,37 @@ def _passes():
     pass
 
 
-for _f in (_fails_on_rank_one, _deadlocks, _passes):
+def _changes_state():
+    import os
+    import signal
+    import sys
+
+    from parvox import collectives, comm
+
+    collectives.configure(check=True, timeout=7.0, algorithm="linear")
+    comm.abort_on_exception()  # what every `parvox` command run in a body does
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.environ["PARVOX_TEST_LEAK"] = "1"
+    os.chdir("/")
+    assert sys.excepthook is not sys.__excepthook__
+
+
+def _sees_a_fresh_state():
+    import os
+    import signal
+    import sys
+
+    from parvox import collectives
+
+    ctx = collectives.configure()
+    assert (ctx.check, ctx.timeout, ctx.algorithm) == (False, None, "auto")
+    assert sys.excepthook is sys.__excepthook__
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert "PARVOX_TEST_LEAK" not in os.environ
+    assert os.getcwd() != "/"
+
+
+for _f in (_fails_on_rank_one, _deadlocks, _passes, _changes_state, _sees_a_fresh_state):
     _f._parvox_body = _f  # what mpi_test attaches; lets run_bodies find the raw body
 _REGISTRY.setdefault(__name__, [])
 
@@ -66,3 +96,53 @@ def test_deadlock_fails_within_the_timeout():
     ok, report = results["_deadlocks"]
     assert not ok
     assert "timeout of 3 s" in report
+
+
+@pytest.mark.timeout(120)
+def test_a_body_does_not_see_what_the_previous_one_changed():
+    bodies = [
+        _Body(__name__, "_changes_state", (2,), 30.0),
+        _Body(__name__, "_sees_a_fresh_state", (2,), 30.0),
+    ]
+    results = run_bodies(__name__, bodies, 2)
+    assert results["_changes_state"][0], results["_changes_state"][1]
+    assert results["_sees_a_fresh_state"][0], results["_sees_a_fresh_state"][1]
+
+
+class _FakeItem:
+    """What apply_batch_timeouts reads of a pytest item."""
+
+    def __init__(self, function, nprocs, timeout=None):
+        import types
+
+        self.function = function
+        self.callspec = types.SimpleNamespace(params={"nprocs": nprocs})
+        self.markers = [] if timeout is None else [pytest.mark.timeout(timeout).mark]
+
+    def get_closest_marker(self, name):
+        found = [m for m in self.markers if m.name == name]
+        return found[-1] if found else None
+
+    def add_marker(self, marker):
+        self.markers.append(marker.mark)
+
+
+def test_pytest_timeout_of_an_mpi_item_covers_its_whole_batch(request):
+    from parvox.testing import LAUNCH_S, apply_batch_timeouts, batch_limit
+
+    fn = test_every_rank_runs_the_body  # an mpi_test of this module (ranks 1-4, 30 s)
+    batch = [b for b in _REGISTRY[__name__] if 2 in b.ranks]
+    want = batch_limit(batch) + LAUNCH_S * (len(batch) - 1)
+    items = [_FakeItem(fn, 2), _FakeItem(fn, 2, timeout=10), _FakeItem(fn, 2, timeout=1e6)]
+    apply_batch_timeouts(items)
+    assert [i.get_closest_marker("timeout").args[0] for i in items] == [want, want, 1e6]
+    assert want > 30  # more than the body's own watchdog
+    # and so it is for the MPI items of this very session
+    for item in request.session.items:
+        body = getattr(getattr(item, "function", None), "_parvox_body", None)
+        if body is None:
+            continue
+        nprocs = item.callspec.params["nprocs"]
+        mine = [b for b in _REGISTRY[body.__module__] if nprocs in b.ranks]
+        limit = item.get_closest_marker("timeout").args[0]
+        assert limit >= batch_limit(mine) + LAUNCH_S * (len(mine) - 1), item.nodeid

@@ -1,8 +1,8 @@
-"""The MPI runtime: world communicator, launching, root-only regions, aborts and timers.
+"""The MPI runtime: world communicator, private communicators, root-only regions, aborts, timers.
 
 Everything here is the seed's INIT/END, RONLY, BARRIER and TIME/TTIME in Python form.
-``mpi4py.MPI`` is imported lazily so that the launcher (which re-executes a command under
-``mpiexec``) never initialises MPI in the parent process.
+``mpi4py.MPI`` is imported lazily, on first use. Starting a job (``mpiexec``, the ``-n``
+re-exec) is :mod:`parvox.launch`; the exceptions are :mod:`parvox.errors`.
 
 Examples
 --------
@@ -17,54 +17,37 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import shutil
 import sys
 import time
 import traceback
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, ParamSpec, TypeVar, overload
+
+from parvox.errors import AllRanksValueError, ParameterError, ParvoxError, RankFailure
 
 if TYPE_CHECKING:
     from mpi4py import MPI
 
 __all__ = [
-    "MPI_JOB_ENV",
+    "ABORT_GRACE_S",
     "ParvoxError",
     "RankFailure",
     "Timers",
+    "abort",
     "abort_on_exception",
-    "find_mpiexec",
-    "in_mpi_job",
+    "all_ranks_joined",
+    "get_comm",
     "is_root",
-    "launch_command",
     "private_comm",
     "rank",
     "root_only",
     "size",
     "world",
+    "world_rank",
 ]
 
 T = TypeVar("T")
-
-#: Environment variables that process managers set in every rank they start (MPICH/Hydra,
-#: PMIx-based launchers such as Open MPI's prterun and Slurm's ``srun --mpi=pmix``, PMI-2).
-MPI_JOB_ENV = (
-    "PMI_RANK",
-    "PMI_SIZE",
-    "PMIX_RANK",
-    "OMPI_COMM_WORLD_SIZE",
-    "MPI_LOCALNRANKS",
-    "HYDI_CONTROL_FD",
-)
-
-
-class ParvoxError(RuntimeError):
-    """A runtime fault inside parvox (corrupted data, a failed rank, a broken store)."""
-
-
-class RankFailure(ParvoxError):
-    """Raised on every rank when one rank failed inside a region that must agree."""
-
+P = ParamSpec("P")
 
 def world() -> MPI.Intracomm:
     """Return ``MPI.COMM_WORLD`` (initialising MPI on first use)."""
@@ -112,59 +95,6 @@ def is_root(comm: MPI.Intracomm | None = None, root: int = 0) -> bool:
     return rank(comm) == root
 
 
-def in_mpi_job(environ: dict[str, str] | None = None) -> bool:
-    """Whether this process was started by an MPI process manager (mpiexec, srun, ...).
-
-    Parameters
-    ----------
-    environ : dict, optional
-        The environment to inspect (``os.environ`` by default).
-
-    Examples
-    --------
-    >>> in_mpi_job({"PMI_RANK": "0", "PMI_SIZE": "4"})
-    True
-    >>> in_mpi_job({})
-    False
-    """
-    env = os.environ if environ is None else environ
-    return any(name in env for name in MPI_JOB_ENV)
-
-
-def find_mpiexec() -> str:
-    """Locate the ``mpiexec`` that belongs to this Python's MPI.
-
-    ``$PARVOX_MPIEXEC`` wins; then the ``mpiexec`` beside the running interpreter (the
-    ``mpich`` wheel installs it into the virtual environment); then the one on ``PATH``.
-    """
-    explicit = os.environ.get("PARVOX_MPIEXEC")
-    if explicit:
-        return explicit
-    beside = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-    if os.access(beside, os.X_OK):
-        return beside
-    found = shutil.which("mpiexec")
-    if found is None:
-        raise ParvoxError(
-            "no mpiexec found: install the 'mpich' wheel or set PARVOX_MPIEXEC to your site's launcher"
-        )
-    return found
-
-
-def launch_command(nprocs: int, argv: list[str]) -> list[str]:
-    """The command line that runs ``python argv...`` on ``nprocs`` ranks.
-
-    Examples
-    --------
-    >>> cmd = launch_command(4, ["-m", "parvox", "demo"])
-    >>> cmd[1:3], cmd[-3:]
-    (['-n', '4'], ['-m', 'parvox', 'demo'])
-    """
-    if nprocs < 1:
-        raise ValueError(f"nprocs must be >= 1, got {nprocs}")
-    return [find_mpiexec(), "-n", str(nprocs), sys.executable, *argv]
-
-
 def abort_on_exception() -> None:
     """Make an uncaught exception on any rank print the rank and abort the whole job.
 
@@ -174,17 +104,21 @@ def abort_on_exception() -> None:
     """
 
     def hook(exc_type: type[BaseException], exc: BaseException, tb: Any) -> None:
-        r = _rank_or_none()
+        r = world_rank()
         where = f"rank {r}" if r is not None else "process"
         text = "".join(traceback.format_exception(exc_type, exc, tb))
         sys.stderr.write(f"{text}parvox: {where} failed: {exc_type.__name__}: {exc}\n")
         sys.stderr.flush()
-        _abort(1)
+        abort(1)
 
     sys.excepthook = hook
 
 
-def _rank_or_none() -> int | None:
+def world_rank() -> int | None:
+    """This process's rank in ``MPI.COMM_WORLD``, or ``None`` while MPI is not running.
+
+    Never initialises MPI (safe in error handlers and in a launcher process).
+    """
     with contextlib.suppress(Exception):
         from mpi4py import MPI
 
@@ -199,8 +133,12 @@ def _rank_or_none() -> int | None:
 ABORT_GRACE_S = 0.5
 
 
-def _abort(code: int) -> None:
-    """Flush, let the launcher forward this rank's output, then abort the whole job."""
+def abort(code: int) -> NoReturn:
+    """Flush, let the launcher forward this rank's output, then abort the whole job.
+
+    ``MPI.COMM_WORLD.Abort(code)`` when MPI runs with more than one rank, else the process
+    exits with ``code``. Never returns.
+    """
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
@@ -213,18 +151,83 @@ def _abort(code: int) -> None:
     os._exit(code)
 
 
+def all_ranks_joined(comm: MPI.Intracomm, within: float) -> bool:
+    """Whether every rank of ``comm`` calls this within ``within`` seconds (polled, non-blocking
+    barrier): failing ranks learn whether they all failed, so one reports for all.
+
+    ``comm`` must be reserved for this one call (a duplicate no other code uses): a rank that
+    never calls leaves the barrier pending, which only an abort may follow.
+
+    Examples
+    --------
+    >>> from mpi4py import MPI
+    >>> c = MPI.COMM_SELF.Dup()
+    >>> all_ranks_joined(c, 0.1)
+    True
+    >>> c.Free()
+    """
+    request = comm.Ibarrier()
+    deadline = time.monotonic() + within
+    while not request.Test():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.002)
+    return True
+
+
+@overload
 def root_only(
-    func: Callable[..., T] | None = None,
+    func: Callable[P, T], *, root: int = ..., bcast: Literal[True] = ...,
+    share_errors: bool | None = ..., comm: MPI.Intracomm | None = ...,
+) -> Callable[P, T]: ...
+@overload
+def root_only(
+    func: Callable[P, T], *, root: int = ..., bcast: bool,
+    share_errors: bool | None = ..., comm: MPI.Intracomm | None = ...,
+) -> Callable[P, T | None]: ...
+@overload
+def root_only(
+    func: None = ..., *, root: int = ..., bcast: Literal[True] = ...,
+    share_errors: bool | None = ..., comm: MPI.Intracomm | None = ...,
+) -> Callable[[Callable[P, T]], Callable[P, T]]: ...
+@overload
+def root_only(
+    func: None = ..., *, root: int = ..., bcast: bool,
+    share_errors: bool | None = ..., comm: MPI.Intracomm | None = ...,
+) -> Callable[[Callable[P, T]], Callable[P, T | None]]: ...
+def root_only(
+    func: Callable[P, T] | None = None,
     *,
     root: int = 0,
     bcast: bool = True,
+    share_errors: bool | None = None,
     comm: MPI.Intracomm | None = None,
 ) -> Any:
     """Decorate a function so that only ``root`` runs it (the seed's RONLY region).
 
-    With ``bcast=True`` (default) the result is broadcast, so every rank returns it, and an
-    exception raised on root is re-raised on every rank (as :class:`RankFailure` on the others)
-    instead of leaving them waiting. With ``bcast=False`` other ranks return ``None`` at once.
+    Parameters
+    ----------
+    root : int
+        The rank that runs the function.
+    bcast : bool
+        ``True`` (default): every rank returns root's result (broadcast, so it must be
+        picklable and is best small). ``False``: the other ranks return ``None``.
+    share_errors : bool, optional
+        Whether the other ranks wait for root's outcome and raise its error too. Always so
+        with ``bcast``; with ``bcast=False`` the default is the seed's RONLY, where the other
+        ranks skip the region at once (and root alone raises).
+    comm : MPI communicator, optional
+        World by default; pass a private one to keep the broadcast apart from user traffic.
+
+    Raises
+    ------
+    AllRanksValueError
+        On every rank, root included, when root raised a :class:`ValueError` in a shared
+        region: its message, and its parameter when it was a
+        :class:`~parvox.errors.ParameterError`.
+    RankFailure
+        On every rank, when root raised another :class:`Exception` in a shared region; the
+        message names the rank, the function and the error. On root both chain the original.
 
     Examples
     --------
@@ -233,31 +236,55 @@ def root_only(
     ...     return {"shape": (4, 4)}
     >>> read_header()["shape"]
     (4, 4)
+    >>> @root_only
+    ... def broken():
+    ...     raise ValueError("header: bad magic")
+    >>> try:
+    ...     broken()
+    ... except ValueError as exc:  # an AllRanksValueError, raised on every rank
+    ...     print(type(exc).__name__, "|", exc)
+    AllRanksValueError | header: bad magic
     """
+    shared = bcast if share_errors is None else bool(share_errors) or bcast
 
-    def decorate(f: Callable[..., T]) -> Callable[..., T | None]:
+    def decorate(f: Callable[P, T]) -> Callable[P, T | None]:
         @functools.wraps(f)
-        def wrapper(*args: Any, **kwargs: Any) -> T | None:
+        def wrapper(*args: P.args, **kwargs: P.kwargs) -> T | None:
             c = get_comm(comm)
             mine = c.Get_rank() == root
-            if not bcast:
+            if not shared:
                 return f(*args, **kwargs) if mine else None
-            outcome: tuple[bool, Any] | None = None
+            value: Any = None
+            failure: tuple[bool, str, str | None] | None = None
+            original: Exception | None = None
             if mine:
                 try:
-                    outcome = (True, f(*args, **kwargs))
-                except Exception as exc:  # forwarded to every rank below
-                    outcome = (False, exc)
-            ok, value = c.bcast(outcome, root=root)
-            if ok:
-                return value
-            if mine:
-                raise value
-            raise RankFailure(f"rank {root} failed in {f.__name__}: {value!r}") from None
+                    value = f(*args, **kwargs)
+                except Exception as exc:  # raised on every rank below
+                    original = exc
+                    failure = _describe(exc, root, f.__name__)
+            failure, shared_value = c.bcast((failure, value if bcast else None), root=root)
+            if failure is not None:
+                is_value, message, param = failure
+                error: Exception = (
+                    AllRanksValueError(message, root, param) if is_value
+                    else RankFailure(message, root)
+                )  # fmt: skip
+                raise error from original
+            if not bcast:
+                return value if mine else None
+            return shared_value
 
         return wrapper
 
     return decorate if func is None else decorate(func)
+
+
+def _describe(exc: Exception, root: int, name: str) -> tuple[bool, str, str | None]:
+    """What every rank needs to raise ``exc`` again: (is a ValueError, message, parameter)."""
+    if isinstance(exc, ValueError):
+        return True, str(exc), getattr(exc, "param", None) if isinstance(exc, ParameterError) else None
+    return False, f"rank {root} failed in {name}: {type(exc).__name__}: {exc}", None
 
 
 class Timers:

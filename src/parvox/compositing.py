@@ -196,6 +196,7 @@ def gather_pieces(
     if comm.Get_rank() != root:
         comm.Gatherv(np.ascontiguousarray(local).view(np.uint8).reshape(-1), None, root=root)
         return None
+    assert all_ranges is not None  # gathered on root
     counts = [sum(b - a for a, b in rs) * row_bytes for rs in all_ranges]
     buf = np.empty(sum(counts), dtype=np.uint8)
     comm.Gatherv(np.ascontiguousarray(local).view(np.uint8).reshape(-1), (buf, counts), root=root)

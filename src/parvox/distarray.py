@@ -35,19 +35,19 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
 from parvox import collectives
 from parvox.comm import get_comm, private_comm
 from parvox.decomposition import Assignment, BlockGrid, parse_halo
-from parvox.reductions import OPS, identity, mean_var, minmax, reduce_array
+from parvox.reductions import REDUCTIONS, identity, mean_var, minmax, reduce_array
 
 if TYPE_CHECKING:
     from mpi4py import MPI
 
-__all__ = ["MODES", "PAD_MODES", "Block", "DistArray", "broadcast", "parse_mode"]
+__all__ = ["MODES", "PAD_MODES", "Block", "DistArray", "broadcast", "parse_boundary_mode"]
 
 #: Boundary modes of :meth:`DistArray.exchange_halo`, named as in ``scipy.ndimage``.
 MODES = ("reflect", "mirror", "nearest", "constant", "wrap")
@@ -62,12 +62,12 @@ PAD_MODES = {
 _ALIASES = {"grid-mirror": "reflect", "grid-constant": "constant", "grid-wrap": "wrap"}
 
 
-def parse_mode(mode: str) -> str:
+def parse_boundary_mode(mode: str) -> str:
     """Validate a boundary mode (scipy.ndimage names and ``grid-*`` aliases).
 
     Examples
     --------
-    >>> parse_mode("grid-wrap")
+    >>> parse_boundary_mode("grid-wrap")
     'wrap'
     """
     if not isinstance(mode, str):
@@ -165,7 +165,7 @@ class DistArray:
             raise TypeError("dtype must not be an object dtype")
         self.ghost = parse_halo(ghost, grid.ndim)
         if isinstance(assignment, str):
-            assignment = Assignment(grid.nblocks, self.comm.Get_size(), assignment)  # type: ignore[arg-type]
+            assignment = Assignment(grid.nblocks, self.comm.Get_size(), assignment)
         if assignment.nblocks != grid.nblocks or assignment.nranks != self.comm.Get_size():
             raise ValueError(
                 f"assignment is for {assignment.nblocks} blocks on {assignment.nranks} ranks, "
@@ -258,6 +258,7 @@ class DistArray:
         out = cls.empty(shape, dtype, **layout)
         send = None
         if is_root:
+            assert array is not None  # checked above, on root
             pieces = [
                 _as_bytes(array[out.grid.bounds(g)])
                 for r in range(c.Get_size())
@@ -465,9 +466,9 @@ class DistArray:
         """
         private_comm(self.comm)  # collective on first use: every rank creates it here
         if isinstance(mode, str):
-            modes = [parse_mode(mode)] * self.ndim
+            modes = [parse_boundary_mode(mode)] * self.ndim
         else:
-            modes = [parse_mode(m) for m in mode]
+            modes = [parse_boundary_mode(m) for m in mode]
             if len(modes) != self.ndim:
                 raise ValueError(
                     f"mode must have {self.ndim} entries (one per axis), got {len(modes)}"
@@ -567,8 +568,8 @@ class DistArray:
         acc = np.array([identity(op, dt)], dtype=dt)
         for core in self.cores():
             if core.size:
-                acc = OPS[op](acc, np.asarray(local_op(core), dtype=dt).reshape(1))
-        out = reduce_array(acc, op, root=root, comm=self.comm)  # type: ignore[arg-type]
+                acc = REDUCTIONS[op](acc, np.asarray(local_op(core), dtype=dt).reshape(1))
+        out = reduce_array(acc, op, root=root, comm=self.comm)
         return None if out is None else out[0]
 
     def sum(self, root: int | None = None) -> Any:
@@ -595,12 +596,21 @@ class DistArray:
         """Whether some element is true (logical OR)."""
         return self._reduce("lor", np.any, root)
 
+    @overload
+    def minmax(self, root: None = ...) -> tuple[Any, Any]: ...
+    @overload
+    def minmax(self, root: int) -> tuple[Any, Any] | None: ...
     def minmax(self, root: int | None = None) -> tuple[Any, Any] | None:
-        """Global (min, max) in one message (seed ``spmd_RAm``)."""
+        """Global (min, max) in one message (seed ``spmd_RAm``); ``None`` off ``root``."""
         return minmax(list(self.cores()), root=root, comm=self.comm)
 
+    @overload
+    def mean_var(self, ddof: int = ..., root: None = ...) -> tuple[float, float]: ...
+    @overload
+    def mean_var(self, ddof: int = ..., *, root: int) -> tuple[float, float] | None: ...
     def mean_var(self, ddof: int = 0, root: int | None = None) -> tuple[float, float] | None:
-        """Global mean and variance in one pass and one message (seed ``spmd_RAs``)."""
+        """Global mean and variance in one pass and one message (seed ``spmd_RAs``); ``None``
+        off ``root``."""
         return mean_var(list(self.cores()), ddof=ddof, root=root, comm=self.comm)
 
     def astype(self, dtype: Any) -> DistArray:
@@ -614,7 +624,7 @@ class DistArray:
 def _fold(pos: np.ndarray, n: int, mode: str) -> np.ndarray:
     """Map out-of-range positions to in-range ones the way scipy.ndimage extends a line."""
     if mode == "nearest":
-        return np.clip(pos, 0, n - 1)
+        return np.asarray(np.clip(pos, 0, n - 1))
     if mode == "wrap":
         return pos % n
     if mode == "reflect":
@@ -647,6 +657,10 @@ def broadcast(
         array = np.ascontiguousarray(array)
         header = (array.shape, array.dtype.str)
     shape, dtype = c.bcast(header, root=root)
-    out = array if c.Get_rank() == root else np.empty(shape, dtype)
+    if c.Get_rank() == root:
+        assert array is not None  # checked above
+        out = array
+    else:
+        out = np.empty(shape, dtype)  # what another rank passed is not touched
     collectives.bcast(_as_bytes(out), root=root, comm=c)
-    return out  # type: ignore[return-value]
+    return out

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from parvox.comm import get_comm, private_comm
+from parvox.comm import get_comm, private_comm, root_only
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -286,28 +286,15 @@ def write_image(path: str | os.PathLike[str], array: np.ndarray) -> None:
         Image.fromarray(np.ascontiguousarray(_png_array(name, array))).save(path, format="PNG")
 
 
-def _root_outcome(c: MPI.Intracomm, root: int, share: bool, func: Any, *args: Any) -> Any:
-    """Run ``func`` on root; re-raise its ValueError on every rank (same message).
+def _on_root(c: MPI.Intracomm, root: int, share: bool, func: Any, *args: Any) -> Any:
+    """Run ``func(*args)`` on root (:func:`parvox.comm.root_only`, on the private duplicate).
 
-    The error raised carries ``collective = True``: the ``parvox`` command then reports it once
-    and every rank exits with code 2, without an MPI abort.
-
-    With ``share`` every rank returns root's (small, picklable) result; otherwise only root
-    gets it and the others get ``None``.
+    Its error is raised on every rank (an :class:`~parvox.errors.AllRanksValueError` for a
+    ValueError), so the ``parvox`` command reports it once and no rank is left waiting. With
+    ``share`` every rank returns root's (small, picklable) result; otherwise only root gets it.
     """
-    value: Any = None
-    message: str | None = None
-    if c.Get_rank() == root:
-        try:
-            value = func(*args)
-        except ValueError as exc:
-            message = str(exc)
-    message, shared = private_comm(c).bcast((message, value if share else None), root=root)
-    if message is not None:
-        exc = ValueError(message)
-        exc.collective = True  # type: ignore[attr-defined]  # raised on every rank alike
-        raise exc
-    return shared if share else value
+    run = root_only(func, root=root, bcast=share, share_errors=True, comm=private_comm(c))
+    return run(*args)
 
 
 def read_distributed(
@@ -325,8 +312,8 @@ def read_distributed(
 
     Raises
     ------
-    ValueError
-        On every rank, when the file cannot be read.
+    AllRanksValueError
+        On every rank (a ValueError), when the file cannot be read.
 
     Examples
     --------
@@ -341,9 +328,9 @@ def read_distributed(
 
     c = get_comm(comm)
     if image_format(path) == "npy":
-        _root_outcome(c, root, False, image_info, path)  # one clear error instead of one per rank
+        _on_root(c, root, False, image_info, path)  # one clear error instead of one per rank
         return DistArray.read_npy(path, comm=c, **layout)
-    array = _root_outcome(c, root, False, read_image, path)
+    array = _on_root(c, root, False, read_image, path)
     return DistArray.scatter(array, root=root, comm=c, **layout)
 
 
@@ -355,8 +342,8 @@ def write_distributed(d: DistArray, path: str | os.PathLike[str], *, root: int =
 
     Raises
     ------
-    ValueError
-        On every rank, when the path or the data do not suit the format.
+    AllRanksValueError
+        On every rank (a ValueError), when the path or the data do not suit the format.
 
     Examples
     --------
@@ -368,9 +355,9 @@ def write_distributed(d: DistArray, path: str | os.PathLike[str], *, root: int =
     9.0
     """
     c = d.comm
-    fmt = _root_outcome(c, root, True, check_writable, path)
+    fmt = _on_root(c, root, True, check_writable, path)
     if fmt == "npy":
         d.write_npy(path)
         return
     whole = d.gather(root=root)
-    _root_outcome(c, root, False, write_image, path, whole)
+    _on_root(c, root, False, write_image, path, whole)

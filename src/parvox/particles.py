@@ -120,14 +120,15 @@ def grid_field(source: str | os.PathLike[str] | np.ndarray) -> FieldSpec:
     >>> grid_field(np.zeros((4, 5, 6, 3))).cells
     (3, 4, 5)
     """
+    src: str | np.ndarray
     if isinstance(source, np.ndarray):
-        arr, src = source, source
+        arr = src = source
     else:
-        src = os.fspath(source)
+        path = src = os.fspath(source)
         try:
-            arr = np.load(src, mmap_mode="r")
+            arr = np.load(path, mmap_mode="r")
         except FileNotFoundError:
-            raise ValueError(f"field: no such file {src}") from None
+            raise ValueError(f"field: no such file {path}") from None
     if arr.ndim != 4 or arr.shape[-1] != 3 or min(arr.shape[:3]) < 2:
         raise ValueError(
             f"field must be a (Z, Y, X, 3) array with at least 2 points per axis, got {arr.shape}"
@@ -436,6 +437,7 @@ def trace(
     if comm.Get_rank() != root:
         comm.Gatherv(np.ascontiguousarray(mine), None, root=root)
         return None
+    assert lengths is not None  # gathered on root
     flat = np.empty(sum(lengths))
     comm.Gatherv(np.ascontiguousarray(mine), (flat, lengths), root=root)
     allp = flat.reshape(-1, 5)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
@@ -30,20 +30,23 @@ if TYPE_CHECKING:
     from mpi4py import MPI
 
 __all__ = [
-    "OPS",
+    "REDUCTIONS",
     "Moments",
+    "ReductionName",
     "identity",
     "mean_var",
-    "parse_op",
     "minmax",
+    "parse_reduction",
     "reduce_array",
     "reduce_scalars",
 ]
 
-ReduceOp = Literal["sum", "prod", "max", "min", "land", "lor"]
+#: The names of the reductions (``op=``; checked by :func:`parse_reduction`). The operators of
+#: :mod:`parvox.collectives.ops` are a wider, normalised set.
+ReductionName = Literal["sum", "prod", "max", "min", "land", "lor"]
 
 #: The reduction names parvox accepts and the NumPy ufunc each one is.
-OPS: dict[str, np.ufunc] = {
+REDUCTIONS: dict[str, np.ufunc] = {
     "sum": np.add,
     "prod": np.multiply,
     "max": np.maximum,
@@ -53,10 +56,16 @@ OPS: dict[str, np.ufunc] = {
 }
 
 
-def parse_op(op: str) -> str:
-    """Check that ``op`` is one of :data:`OPS` (``ValueError`` naming it otherwise)."""
-    if op not in OPS:
-        raise ValueError(f"op must be one of {sorted(OPS)}, got {op!r}")
+def parse_reduction(op: str) -> str:
+    """Check that ``op`` is one of :data:`REDUCTIONS` (``ValueError`` naming it otherwise).
+
+    Examples
+    --------
+    >>> parse_reduction("max")
+    'max'
+    """
+    if op not in REDUCTIONS:
+        raise ValueError(f"op must be one of {sorted(REDUCTIONS)}, got {op!r}")
     return op
 
 
@@ -82,12 +91,28 @@ def identity(op: str, dtype: np.dtype | type) -> Any:
         if dt.kind == "f":
             return dt.type(-np.inf if op == "max" else np.inf)
         return dt.type(info.min if op == "max" else info.max)
-    raise ValueError(f"op must be one of {sorted(OPS)}, got {op!r}")
+    raise ValueError(f"op must be one of {sorted(REDUCTIONS)}, got {op!r}")
 
 
+@overload
 def reduce_array(
     array: np.ndarray,
-    op: ReduceOp = "sum",
+    op: str = ...,
+    *,
+    root: None = ...,
+    comm: MPI.Intracomm | None = ...,
+) -> np.ndarray: ...
+@overload
+def reduce_array(
+    array: np.ndarray,
+    op: str = ...,
+    *,
+    root: int,
+    comm: MPI.Intracomm | None = ...,
+) -> np.ndarray | None: ...
+def reduce_array(
+    array: np.ndarray,
+    op: str = "sum",
     *,
     root: int | None = None,
     comm: MPI.Intracomm | None = None,
@@ -115,7 +140,7 @@ def reduce_array(
         The reduced array (``None`` on non-root ranks under RoR).
     """
     c = get_comm(comm)
-    parse_op(op)
+    parse_reduction(op)
     send = np.ascontiguousarray(array)
     if op in ("land", "lor") and send.dtype != np.bool_:
         send = send.astype(bool)
@@ -129,16 +154,24 @@ def reduce_array(
         return out
     if not 0 <= root < c.Get_size():
         raise ValueError(f"root must be a rank in [0, {c.Get_size()}), got {root}")
-    out = np.empty_like(send) if c.Get_rank() == root else None
+    mine = np.empty_like(send) if c.Get_rank() == root else None
     collectives.reduce(
-        send.reshape(-1), None if out is None else out.reshape(-1), op=op, root=root, comm=c
+        send.reshape(-1), None if mine is None else mine.reshape(-1), op=op, root=root, comm=c
     )
-    return out
+    return mine
 
 
+@overload
+def reduce_scalars(
+    *values: Any, op: str = ..., root: None = ..., comm: MPI.Intracomm | None = ...
+) -> tuple[Any, ...]: ...
+@overload
+def reduce_scalars(
+    *values: Any, op: str = ..., root: int, comm: MPI.Intracomm | None = ...
+) -> tuple[Any, ...] | None: ...
 def reduce_scalars(
     *values: Any,
-    op: ReduceOp = "sum",
+    op: str = "sum",
     root: int | None = None,
     comm: MPI.Intracomm | None = None,
 ) -> tuple[Any, ...] | None:
@@ -161,6 +194,15 @@ def reduce_scalars(
     return None if out is None else tuple(out.tolist())
 
 
+@overload
+def minmax(
+    arrays: np.ndarray | Iterable[np.ndarray], *, root: None = ...,
+    comm: MPI.Intracomm | None = ...,
+) -> tuple[Any, Any]: ...
+@overload
+def minmax(
+    arrays: np.ndarray | Iterable[np.ndarray], *, root: int, comm: MPI.Intracomm | None = ...
+) -> tuple[Any, Any] | None: ...
 def minmax(
     arrays: np.ndarray | Iterable[np.ndarray],
     *,
@@ -179,15 +221,15 @@ def minmax(
         raise ValueError("minmax of an empty distributed array")
     dt = np.result_type(*known)
     # Encode max as -max in a signed/float working type so one MIN reduction does both.
-    work = np.float64 if dt.kind == "f" else (np.int64 if dt.kind in "iub" else dt)
+    work = np.dtype(np.float64 if dt.kind == "f" else (np.int64 if dt.kind in "iub" else dt))
     if dt.kind == "u" and dt.itemsize == 8:
         lo, hi = _minmax_twice(parts, dt, root, comm)
         return None if lo is None else (lo, hi)
     pair = np.array([identity("min", work), identity("min", work)], dtype=work)
     for p in parts:
         if p.size:
-            pair[0] = min(pair[0], work(p.min()))
-            pair[1] = min(pair[1], -work(p.max()))
+            pair[0] = min(pair[0], work.type(p.min()))
+            pair[1] = min(pair[1], -work.type(p.max()))
     out = reduce_array(pair, "min", root=root, comm=comm)
     if out is None:
         return None
@@ -201,9 +243,16 @@ def _minmax_twice(
 ) -> tuple[Any, Any]:
     lo = np.array([min((p.min() for p in parts if p.size), default=identity("min", dt))], dtype=dt)
     hi = np.array([max((p.max() for p in parts if p.size), default=identity("max", dt))], dtype=dt)
-    rlo = reduce_array(lo, "min", root=root, comm=comm)
-    rhi = reduce_array(hi, "max", root=root, comm=comm)
-    return (None, None) if rlo is None else (rlo[0].item(), rhi[0].item())
+    rlo: np.ndarray | None
+    rhi: np.ndarray | None
+    if root is None:
+        rlo, rhi = reduce_array(lo, "min", comm=comm), reduce_array(hi, "max", comm=comm)
+    else:
+        rlo = reduce_array(lo, "min", root=root, comm=comm)
+        rhi = reduce_array(hi, "max", root=root, comm=comm)
+    if rlo is None or rhi is None:
+        return None, None
+    return rlo[0].item(), rhi[0].item()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -252,6 +301,16 @@ class Moments:
         return self.m2 / (self.count - ddof) if self.count > ddof else float("nan")
 
 
+@overload
+def mean_var(
+    parts: Sequence[np.ndarray] | np.ndarray, *, ddof: int = ..., root: None = ...,
+    comm: MPI.Intracomm | None = ...,
+) -> tuple[float, float]: ...
+@overload
+def mean_var(
+    parts: Sequence[np.ndarray] | np.ndarray, *, ddof: int = ..., root: int,
+    comm: MPI.Intracomm | None = ...,
+) -> tuple[float, float] | None: ...
 def mean_var(
     parts: Sequence[np.ndarray] | np.ndarray,
     *,
@@ -275,13 +334,13 @@ def mean_var(
     for a in arrays:
         mine = mine.combine(Moments.of(a))
     triple = np.array([mine.count, mine.mean, mine.m2], dtype=np.float64)
+    table = np.empty((c.Get_size(), 3))
     if root is None:
-        table = np.empty((c.Get_size(), 3))
         c.Allgather(triple, table)
     else:
-        table = np.empty((c.Get_size(), 3)) if c.Get_rank() == root else None
-        c.Gather(triple, table, root=root)
-        if table is None:
+        mine_root = c.Get_rank() == root
+        c.Gather(triple, table if mine_root else None, root=root)
+        if not mine_root:
             return None
     total = Moments(0, 0.0, 0.0)
     for n, m, m2 in table:

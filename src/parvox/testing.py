@@ -7,6 +7,16 @@ failure the launch is resumed with the bodies that had not run yet, so every ite
 verdict. Each body has a watchdog: past ``timeout`` seconds every rank dumps its stack and the
 job is killed, so a deadlock fails the test instead of hanging the suite.
 
+Bodies of one launch share an interpreter, so the state a body may change is put back before
+the next one runs: the world communicator's collectives settings
+(:func:`parvox.collectives.configure`), ``sys.excepthook`` (``parvox.comm.abort_on_exception``
+sets it), the SIGINT/SIGTERM handlers, the environment and the working directory.
+
+The item that runs a batch waits for all of it: :func:`apply_batch_timeouts` (called from the
+suite's ``conftest.py``) gives every MPI item a pytest-timeout at least as long as its batch
+may take (:func:`batch_limit`), so a slow machine reports the body that hung, not the item
+that happened to start the batch.
+
 Examples
 --------
 In a test module::
@@ -34,10 +44,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["mpi_test", "run_bodies"]
+__all__ = ["LAUNCH_S", "apply_batch_timeouts", "batch_limit", "mpi_test", "run_bodies"]
 
 _BEGIN = "=== parvox-test-begin "
 _RANKS_DEFAULT = (1, 2, 3, 4)
+#: seconds one mpiexec launch may take beyond its bodies (start-up, imports, shutdown)
+LAUNCH_S = 60.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,6 +133,42 @@ def _result(entry: _Body, nprocs: int, request: Any) -> tuple[bool, str]:
     return results[entry.name]
 
 
+def batch_limit(bodies: Sequence[_Body], relaunches: int = 0) -> float:
+    """Seconds a batch of ``bodies`` may take: their timeouts and :data:`LAUNCH_S` per launch
+    (the first and ``relaunches`` more after failures).
+
+    Examples
+    --------
+    >>> batch_limit([_Body("m", "a", (1,), 30.0), _Body("m", "b", (1,), 90.0)])
+    180.0
+    """
+    return sum(b.timeout for b in bodies) + LAUNCH_S * (1 + relaunches)
+
+
+def apply_batch_timeouts(items: Sequence[Any]) -> None:
+    """Give every :func:`mpi_test` item a ``pytest.mark.timeout`` covering its whole batch.
+
+    The first item of a module at a rank count runs every body of that module at that count
+    (and relaunches after each failure), so its bound is :func:`batch_limit` of them all, with
+    a launch per body. An explicit larger ``timeout`` mark is kept. Call it from
+    ``pytest_collection_modifyitems``.
+    """
+    import pytest
+
+    for item in items:
+        fn = getattr(item, "function", None)
+        body = getattr(fn, "_parvox_body", None)
+        callspec = getattr(item, "callspec", None)
+        if body is None or callspec is None:
+            continue
+        nprocs = callspec.params.get("nprocs")
+        batch = [b for b in _REGISTRY.get(body.__module__, []) if nprocs in b.ranks]
+        limit = batch_limit(batch, relaunches=max(len(batch) - 1, 0))
+        marker = item.get_closest_marker("timeout")
+        if marker is None or not marker.args or float(marker.args[0]) < limit:
+            item.add_marker(pytest.mark.timeout(limit))
+
+
 def _syspath_for(module: str) -> str:
     """The directory that must be on ``sys.path`` for ``import module`` to find its file."""
     path = Path(sys.modules[module].__file__ or "").resolve()
@@ -131,7 +179,7 @@ def _syspath_for(module: str) -> str:
 
 def run_bodies(module: str, bodies: Sequence[_Body], nprocs: int) -> dict[str, tuple[bool, str]]:
     """Run ``bodies`` of ``module`` under ``mpiexec -n nprocs``; map each name to a verdict."""
-    from parvox.comm import launch_command
+    from parvox.launch import launch_command
 
     results: dict[str, tuple[bool, str]] = {}
     pending = list(bodies)
@@ -144,7 +192,7 @@ def run_bodies(module: str, bodies: Sequence[_Body], nprocs: int) -> dict[str, t
             argv += ["--passed", passed_file]
             argv += [f"{b.name}={b.timeout}" for b in pending]
             env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONFAULTHANDLER="1")
-            limit = sum(b.timeout for b in pending) + 60.0
+            limit = batch_limit(pending)
             try:
                 proc = subprocess.run(
                     launch_command(nprocs, argv),
@@ -202,6 +250,49 @@ def _split_sections(output: str) -> dict[str, str]:
     return sections
 
 
+@dataclasses.dataclass
+class _State:
+    """What a body may change that the next body of the same launch must not see."""
+
+    collectives: dict[str, Any]
+    excepthook: Any
+    signals: dict[int, Any]
+    environ: dict[str, str]
+    cwd: str
+
+    @classmethod
+    def save(cls) -> _State:
+        """The current state (collective: the first ``configure`` call sets up the world's
+        collectives context)."""
+        import signal
+
+        from parvox import collectives
+
+        ctx = collectives.configure()
+        settings = {k: getattr(ctx, k) for k in ("algorithm", "progress", "timeout", "check")}
+        sigs: dict[int, Any] = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+        return cls(settings, sys.excepthook, sigs, dict(os.environ), os.getcwd())
+
+    def restore(self) -> None:
+        """Put the saved state back (every rank; local only)."""
+        import signal
+
+        from parvox import collectives
+
+        c = self.collectives
+        collectives.configure(
+            algorithm=c["algorithm"], progress=c["progress"],
+            timeout=0 if c["timeout"] is None else c["timeout"], check=c["check"],
+        )  # fmt: skip
+        sys.excepthook = self.excepthook
+        for signum, handler in self.signals.items():
+            signal.signal(signum, handler)
+        if dict(os.environ) != self.environ:
+            os.environ.clear()
+            os.environ.update(self.environ)
+        os.chdir(self.cwd)
+
+
 def _main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m parvox.testing")
     parser.add_argument("module")
@@ -213,14 +304,16 @@ def _main(argv: Sequence[str] | None = None) -> None:
 
     from mpi4py import MPI
 
-    from parvox.comm import _abort
+    from parvox.comm import abort
 
     comm = MPI.COMM_WORLD
     rank = comm.Get_rank()
     mod = importlib.import_module(args.module)
+    state = _State.save()
     for spec in args.bodies:
         name, timeout = spec.rsplit("=", 1)
         body = mod.__dict__[name]._parvox_body
+        state.restore()
         comm.Barrier()
         if rank == 0:
             print(f"{_BEGIN}{name} ===", flush=True)
@@ -231,7 +324,7 @@ def _main(argv: Sequence[str] | None = None) -> None:
             text = traceback.format_exc()
             sys.stdout.write(f"parvox-test: rank {rank} failed in {name}:\n{text}")
             sys.stdout.flush()
-            _abort(1)
+            abort(1)
         faulthandler.cancel_dump_traceback_later()
         comm.Barrier()
         with open(args.passed, "a") as fh:  # one short O_APPEND write per rank: atomic

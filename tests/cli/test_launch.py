@@ -10,7 +10,7 @@ import scipy.ndimage as ndi
 
 from parvox.cli import main
 
-from ._helpers import check_ok, run_parvox
+from ._helpers import check_ok, ranks_that_ran, run_parvox
 
 
 @pytest.fixture(scope="module")
@@ -25,16 +25,20 @@ def test_relaunch_at_each_rank_count_gives_scipy_result(image, tmp_path, nprocs)
     out = tmp_path / f"out{nprocs}.npy"
     check_ok(
         run_parvox(
-            "filter", str(image), str(out), "--op", "median", "--size", "5", "-n", str(nprocs)
+            "filter", str(image), str(out), "--op", "median", "--size", "5", "-n", str(nprocs),
+            ranks_log=tmp_path,
         )
     )
     assert np.array_equal(np.load(out), ndi.median_filter(np.load(image), size=5))
+    assert ranks_that_ran(tmp_path) == [(r, nprocs) for r in range(nprocs)]  # one job of N
 
 
 def test_without_n_runs_in_process_on_one_rank(image, tmp_path):
     out = tmp_path / "out.npy"
-    check_ok(run_parvox("filter", str(image), str(out), "--op", "maximum", "--size", "4"))
+    check_ok(run_parvox("filter", str(image), str(out), "--op", "maximum", "--size", "4",
+                        ranks_log=tmp_path))
     assert np.array_equal(np.load(out), ndi.maximum_filter(np.load(image), size=4))
+    assert ranks_that_ran(tmp_path) == []  # no mpiexec: a singleton in this process
 
 
 @pytest.mark.parametrize("n_flag", [[], ["-n", "2"]])
@@ -42,10 +46,12 @@ def test_inside_external_mpiexec_uses_the_world(image, tmp_path, n_flag):
     out = tmp_path / "out.npy"
     check_ok(
         run_parvox(
-            "filter", str(image), str(out), "--op", "minimum", "--size", "3", *n_flag, mpiexec=2
+            "filter", str(image), str(out), "--op", "minimum", "--size", "3", *n_flag, mpiexec=2,
+            ranks_log=tmp_path,
         )
     )
     assert np.array_equal(np.load(out), ndi.minimum_filter(np.load(image), size=3))
+    assert ranks_that_ran(tmp_path) == [(0, 2), (1, 2)]  # the job's ranks, no second launch
 
 
 def test_inside_external_mpiexec_a_conflicting_n_is_an_error(image, tmp_path):

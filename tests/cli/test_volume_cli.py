@@ -1,8 +1,6 @@
 """The ingest, info, verify, slice and phantom subcommands."""
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -141,11 +139,17 @@ def test_other_bad_input(tmp_path, capsys):
 
 
 def test_dash_n_launches_mpiexec(tmp_path):
+    from tests.cli._helpers import check_ok, ranks_that_ran, run_parvox
+
     store = tmp_path / "s"
-    base = [sys.executable, "-m", "parvox"]
-    subprocess.run([*base, "phantom", store, "--shape", "20,21,22", "--disks", "3",
-                    "--no-progress", "-n", "2"], check=True, timeout=120)
-    subprocess.run([*base, "verify", store, "-n", "3"], check=True, timeout=120)
+    for n, argv in ((2, ["phantom", store, "--shape", "20,21,22", "--disks", "3",
+                         "--no-progress"]), (3, ["verify", store])):
+        log = tmp_path / f"log{n}"
+        log.mkdir()
+        proc = run_parvox(*map(str, argv), "-n", str(n), ranks_log=log)
+        check_ok(proc)
+        assert ranks_that_ran(log) == [(r, n) for r in range(n)]
+    assert "all 2 extents OK" in proc.stdout  # 20x21x22 in 17x32x32 extents
 
 
 @mpi_test(ranks=(1, 2, 3, 4), timeout=120)

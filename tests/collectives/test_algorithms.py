@@ -8,12 +8,21 @@ import pytest
 from parvox.collectives import alg_alltoall as a2a
 from parvox.collectives import alg_gather as ag
 from parvox.collectives import alg_reduce as ar
-from parvox.collectives.ops import Op, parse_op, reduce_serial
+from parvox.collectives.ops import Op, parse_op
 
 from ._sim import simulate
 
 SIZES = range(1, 10)
 AFFINE = np.dtype([("a", "<i8"), ("b", "<i8")])
+
+
+def serial_reduce(arrays, op):
+    """The reference: NumPy's own ufunc (or the Python function) folded left to right, not
+    the library's operator machinery (``f(f(x0, x1), x2)``)."""
+    import functools
+
+    fn = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}.get(op, op)
+    return functools.reduce(fn, [np.asarray(a) for a in arrays])
 
 
 def affine(x, y):
@@ -60,7 +69,7 @@ def test_allreduce_noncommutative_in_place(p, alg):
     op = parse_op(affine)
     build = getattr(ar, f"allreduce_{alg}")
     simulate([build(bufs[r], bufs[r], op, r, p) for r in range(p)])
-    ref = reduce_serial(xs, affine)
+    ref = serial_reduce(xs, affine)
     for r in range(p):
         assert (bufs[r] == ref).all()
 
@@ -84,7 +93,7 @@ def test_reduce_binomial_noncommutative(p):
         out = np.zeros(3, AFFINE)
         simulate([ar.reduce_binomial(xs[r], out if r == root else None, parse_op(affine), root,
                                      r, p) for r in range(p)])
-        assert (out == reduce_serial(xs, affine)).all()
+        assert (out == serial_reduce(xs, affine)).all()
 
 
 @pytest.mark.parametrize("p", SIZES)
@@ -184,10 +193,77 @@ def test_alltoall_bruck(p, count):
         np.testing.assert_array_equal(recvs[j], ref)
 
 
+def _knowledge(schedules) -> list[set[int]]:
+    """Run ``schedules`` (FIFO per pair, like ``simulate``) tracking causality: every message
+    carries the set of ranks its sender had heard of (itself included) when it posted the
+    send; a receive adds that set to the receiver's. Returns what each rank knew at its end."""
+    from collections import deque
+
+    from parvox.collectives.schedule import RECV, SEND
+
+    p = len(schedules)
+    know = [{r} for r in range(p)]
+    chan: dict[tuple[int, int], deque] = {}
+    rnd = [-1] * p
+    waiting: list[list[int]] = [[] for _ in range(p)]
+
+    def post(r: int) -> None:
+        rnd[r] += 1
+        for kind, _, peer in schedules[r].rounds[rnd[r]]:
+            if kind == SEND:
+                chan.setdefault((r, peer), deque()).append(frozenset(know[r]))
+            elif kind == RECV:
+                waiting[r].append(peer)
+
+    def more(r: int) -> bool:
+        return rnd[r] + 1 < len(schedules[r].rounds)
+
+    for r in range(p):
+        post(r)
+    moved = True
+    while moved:
+        moved = False
+        for r in range(p):
+            still = []
+            for peer in waiting[r]:
+                q = chan.get((peer, r))
+                if q:
+                    know[r] |= q.popleft()
+                    moved = True
+                else:
+                    still.append(peer)
+            waiting[r] = still
+            while not waiting[r] and more(r):
+                post(r)
+                moved = True
+    assert not any(waiting) and not any(more(r) for r in range(p)), "stalled"
+    return know
+
+
 @pytest.mark.parametrize("p", SIZES)
 @pytest.mark.parametrize("alg", ["linear", "dissemination"])
 def test_barrier(p, alg):
-    simulate([getattr(a2a, f"barrier_{alg}")(r, p) for r in range(p)])
+    schedules = [getattr(a2a, f"barrier_{alg}")(r, p) for r in range(p)]
+    simulate(schedules)
+    # what makes it a barrier: no rank leaves before it has heard (transitively) of every
+    # rank's arrival
+    assert all(k == set(range(p)) for k in _knowledge(schedules))
+
+
+def test_the_barrier_check_tells_a_gather_from_a_barrier():
+    from parvox.collectives.schedule import Schedule
+
+    p = 4
+    gather = []
+    for r in range(p):  # the first half of barrier_linear alone: rank 0 hears everyone
+        s = Schedule("gather")
+        for i in range(1, p) if r == 0 else ():
+            s.recv(np.zeros(0, np.uint8), i)
+        if r:
+            s.send(np.zeros(0, np.uint8), 0)
+        gather.append(s)
+    know = _knowledge(gather)
+    assert know[0] == set(range(p)) and know[1] == {1}
 
 
 def test_ring_rejects_noncommutative():

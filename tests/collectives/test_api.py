@@ -23,7 +23,7 @@ def test_reductions_every_algorithm():
     from mpi4py import MPI
 
     from parvox import collectives as coll
-    from parvox.collectives.ops import reduce_serial
+    from tests.collectives.test_algorithms import serial_reduce
 
     comm = MPI.COMM_WORLD
     p, r = comm.Get_size(), comm.Get_rank()
@@ -31,7 +31,7 @@ def test_reductions_every_algorithm():
         for dtype in DTYPES if n < 1000 else (np.float64,):
             xs = [_contrib(i, n, dtype, n) for i in range(p)]
             for op in ("sum", "max", np.minimum) if n < 1000 else ("sum",):
-                ref = reduce_serial(xs, op)
+                ref = serial_reduce(xs, op)
                 for alg in coll.ALGORITHMS["allreduce"] + ("auto",):
                     out = coll.allreduce(xs[r], op=op, algorithm=alg, segment=4096)
                     np.testing.assert_array_equal(out, ref, err_msg=f"allreduce {alg} n={n}")
@@ -70,14 +70,13 @@ def test_noncommutative_rank_order():
     from mpi4py import MPI
 
     from parvox import collectives as coll
-    from parvox.collectives.ops import reduce_serial
-    from tests.collectives.test_algorithms import affine
+    from tests.collectives.test_algorithms import affine, serial_reduce
 
     comm = MPI.COMM_WORLD
     p, r = comm.Get_size(), comm.Get_rank()
     for n in (1, 5, 3 * p + 1):
         xs = _affine_data(p, n)
-        ref = reduce_serial(xs, affine)
+        ref = serial_reduce(xs, affine)
         for alg in ("auto", "linear", "binomial", "recursive_doubling", "native"):
             out = coll.allreduce(xs[r], op=affine, algorithm=alg)
             assert (out == ref).all(), alg

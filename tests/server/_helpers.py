@@ -49,7 +49,7 @@ def free_port() -> int:
 
 
 class Server:
-    """``python -m parvox.server STORE -n N`` (it starts mpiexec) on a free port."""
+    """``python -m parvox serve STORE -n N`` (it starts mpiexec) on a free port."""
 
     def __init__(self, store: str | os.PathLike[str], nprocs: int, *extra: str,
                  logdir: str | os.PathLike[str] = ".") -> None:
@@ -58,7 +58,7 @@ class Server:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = Path(logdir) / f"server-{self.port}.log"
-        argv = [sys.executable, "-m", "parvox.server", os.fspath(store), "-n", str(nprocs),
+        argv = [sys.executable, "-m", "parvox", "serve", os.fspath(store), "-n", str(nprocs),
                 "--port", str(self.port), *extra]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         self._fh = open(self.log, "w")  # closed in stop()

@@ -177,3 +177,59 @@ def test_configuration_map_moves_the_work_and_keeps_the_slice():
             service.flow.stop_all()
         else:
             service.flow.serve_forever()
+
+
+@mpi_test(ranks=(1, 2, 3), timeout=180)
+def test_engine_and_service_share_one_extraction_path():
+    """``parvox slice``'s engine and the server's service give the same bits for a plane."""
+    from mpi4py import MPI
+
+    from parvox.server.engine import SliceService
+    from parvox.slicing import SliceEngine, SliceSource
+
+    comm = MPI.COMM_WORLD
+    path, vol = _store()
+    with SliceEngine(path, comm) as engine:
+        planes = _planes(engine, 6, seed=21)
+        by_engine = [engine.extract(p, raw=True) for p in planes]
+    with SliceService(path, comm, batch=4) as service:
+        assert isinstance(service.source, SliceSource)
+        if comm.Get_rank() == 0:
+            for plane, want in zip(planes, by_engine, strict=True):
+                got = service.extract(plane)
+                assert got.dtype == want.dtype and np.array_equal(got, want)
+                _check(vol, plane, got)
+            service.flow.stop_all()
+        else:
+            service.flow.serve_forever()
+
+
+@mpi_test(ranks=(1, 3), timeout=180)
+def test_overview_counts_as_pending_and_concurrent_callers_share_it():
+    import concurrent.futures as cf
+
+    from mpi4py import MPI
+
+    from parvox.server.engine import ServerBusy, SliceService
+
+    comm = MPI.COMM_WORLD
+    path, _ = _store()
+    with SliceService(path, comm, max_pending=1) as service:
+        if comm.Get_rank() == 0:
+            big = service.plane(center=(20, 24, 28), normal=(1, 1, 1), size=(1024, 1024), zoom=4,
+                                step=0.05)
+            fut = service.submit(big)
+            with pytest.raises(ServerBusy):  # the overview's panels wait in the same queue
+                service.overview()
+            assert service.display_window() is None  # not made yet: no window, no error
+            fut.result(timeout=150)
+            with cf.ThreadPoolExecutor(6) as pool:  # six callers, one overview
+                pngs = list(pool.map(lambda v: service.overview(v), [None, "axial"] * 3))
+            assert pngs[0][:4] == b"\x89PNG" and len(set(pngs[0::2])) == len(set(pngs[1::2])) == 1
+            assert service.stats()["pending"] == 0
+            assert service.stats()["slices_served"] == 1  # overview panels are not client slices
+            with pytest.raises(ValueError, match="view"):
+                service.overview("oblique")
+            service.flow.stop_all()
+        else:
+            service.flow.serve_forever()

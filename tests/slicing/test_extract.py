@@ -121,3 +121,46 @@ def test_corrupted_extent_fails_loudly_without_deadlock():
     comm.Barrier()
     if rank == 0:
         shutil.rmtree(root)
+
+
+@mpi_test(ranks=(1, 3, 4), timeout=120)
+def test_extents_by_rank_partition_the_cut_in_read_order():
+    import shutil
+
+    from mpi4py import MPI
+
+    from parvox.slicing import SliceSource, cut_extents, extents_on_disks, grid_ranges
+    from parvox.volume import ingest, parse_disk_map
+
+    comm = MPI.COMM_WORLD
+    rank, size = comm.Get_rank(), comm.Get_size()
+    root = _shared_dir(comm)
+    vol = np.random.default_rng(5).random((37, 45, 53), dtype=np.float32)
+    path = ingest(vol, root / "s", ndisks=5, extent=(5, 7, 6), progress=False)
+    # an uneven map: the last rank serves three disks, rank 0 none when there are several ranks
+    owners = {str(size - 1): [0, 2, 4]}
+    for disk, r in ((1, 1 % size), (3, (size - 2) % size)):
+        owners.setdefault(str(r), []).append(disk)
+    dmap = parse_disk_map(owners, 5, size)
+    with SliceSource(path, disk_map=dmap) as source:
+        assert source.disks == dmap.disks_of(rank)
+        for plane in _planes(source.meta.spacing, 6, seed=11):
+            groups = source.extents_by_rank(plane)
+            assert len(groups) == size
+            allkeys = cut_extents(plane, source.layout)
+            got = np.concatenate([k for k, _ in groups])
+            assert sorted(map(tuple, got.tolist())) == sorted(map(tuple, allkeys.tolist()))
+            for r, (keys, ranges) in enumerate(groups):
+                want = extents_on_disks(plane, source.layout, dmap.disks_of(r))
+                np.testing.assert_array_equal(keys.reshape(-1, 3), want.reshape(-1, 3))
+                if len(keys):
+                    np.testing.assert_array_equal(ranges, grid_ranges(plane, source.layout, keys))
+            # this rank's parts are exactly the reference's pixels on its extents
+            keys, ranges = groups[rank]
+            parts = source.read_parts(plane, keys, ranges)
+            assert {p.extent for p in parts} <= set(
+                source.layout.linear_index(*keys.T).tolist() if len(keys) else []
+            )
+    comm.Barrier()
+    if rank == 0:
+        shutil.rmtree(root)

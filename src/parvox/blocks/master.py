@@ -220,7 +220,7 @@ class Master:
         ``targets`` give, per local gid, the gids that may send to it and that it may send to
         (default: the block's link both ways); an item for a gid outside ``targets`` is an error.
         """
-        links = {g: self.links.get(g, Link()).gids for g in self.gids}
+        links: dict[int, Sequence[int]] = {g: self.links.get(g, Link()).gids for g in self.gids}
         sources = links if sources is None else sources
         targets = links if targets is None else targets
         expect_from = {self.rank_of(s) for g in self.gids for s in sources.get(g, ())}
@@ -374,7 +374,7 @@ class RegularDecomposer:
 
     def all_gids(self) -> Iterator[int]:
         """Every gid in increasing order."""
-        return iter(range(self.nblocks))
+        return iter(range(self.block_grid.nblocks))
 
     def coords(self, gid: int) -> tuple[int, ...]:
         """Grid coordinates of block ``gid``."""

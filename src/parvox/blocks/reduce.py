@@ -73,7 +73,7 @@ class ReduceProxy(Proxy):
         self.in_link = partners.incoming(round, gid)
         self.out_link = partners.outgoing(round, gid)
 
-    def dequeue(self, source: int) -> Any:  # type: ignore[override]
+    def dequeue(self, source: int) -> Any:
         """The one item ``source`` sent to this block in the previous round."""
         items = super().dequeue(source)
         if len(items) != 1:
@@ -109,11 +109,11 @@ def reduce(
         )
     for r in range(partners.rounds + 1):
         active = [g for g in master.gids if partners.active(r, g)]
-        master.foreach(
-            lambda block, cp, r=r: callback(block, ReduceProxy(master, cp.gid, partners, r)),
-            gids=active,
-            threads=threads,
-        )
+
+        def step(block: Any, cp: Proxy, r: int = r) -> Any:
+            return callback(block, ReduceProxy(master, cp.gid, partners, r))
+
+        master.foreach(step, gids=active, threads=threads)
         if r < partners.rounds:
             master.exchange(
                 sources={g: partners.incoming(r + 1, g) for g in master.gids},

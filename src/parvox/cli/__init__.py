@@ -3,28 +3,39 @@
 Each subcommand is a module of this package exposing ``HELP``, ``add_arguments(parser)``,
 ``validate(args)`` (cheap checks of the command line, run before any MPI start) and
 ``run(args) -> int`` (the work, run on every rank). ``PARALLEL = False`` marks a command that
-never runs under MPI (``-n`` is then refused).
+never runs under MPI (``-n`` is then refused); a module may define ``launch(nprocs, argv)`` to
+start its own job for ``-n`` (``parvox serve`` does), else :func:`parvox.launch.relaunch` does.
 
 Launching: ``parvox CMD ... -n N`` outside an MPI job re-executes itself under ``mpiexec -n N``;
 inside an MPI job started by ``mpiexec``/``srun`` it runs on the world communicator, and a
 ``-n`` that disagrees with the world size is an error. Without ``-n`` outside a job it runs on
 one rank in-process.
 
-Bad command-line input exits with code 2 and one line naming the argument. An exception on
-any rank prints the rank and message and aborts the whole job with a non-zero exit code.
+Vector options take negative components with or without ``=``: ``--u -0.6,0.8,0`` and
+``--u=-0.6,0.8,0`` are the same.
+
+Bad command-line input exits with code 2 and one line naming the argument. An input error that
+every rank raised (a :class:`~parvox.errors.AllRanksError`, or the same ``ValueError`` on every
+rank) is printed once, by rank 0, and every rank exits with code 2; one rank's error alone is
+printed with its rank and aborts the whole job (code 2 for a ``ValueError``, else 1).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import subprocess
+import re
 import sys
 from collections.abc import Sequence
 from types import ModuleType
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
-__all__ = ["SUBCOMMANDS", "UsageError", "main"]
+from parvox.errors import AllRanksError, ParameterError
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
+
+__all__ = ["SUBCOMMANDS", "UsageError", "build_parser", "main"]
 
 #: subcommand name -> module under parvox.cli
 SUBCOMMANDS: dict[str, str] = {
@@ -42,20 +53,75 @@ SUBCOMMANDS: dict[str, str] = {
     "verify": "parvox.cli.verify",
 }
 
+#: a value that starts with "-" but is a number or a comma-separated list of numbers
+_NUMBERS = re.compile(
+    r"-\s*(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|inf|nan)"
+    r"(?:\s*,\s*[-+]?\s*(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|inf|nan))*",
+    re.IGNORECASE,
+)
 
-class UsageError(ValueError):
-    """Bad command-line input; the message names the argument."""
+
+class UsageError(ParameterError):
+    """Bad command-line input; :attr:`argument` (also :attr:`param`) names the argument."""
 
     def __init__(self, argument: str, message: str) -> None:
-        super().__init__(f"argument {argument}: {message}")
+        super().__init__(argument, f"argument {argument}: {message}")
         self.argument = argument
+        self.detail = message
+
+    def __reduce__(self) -> tuple[type[UsageError], tuple[str, str]]:
+        return type(self), (self.argument, self.detail)
 
 
 class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line and exit with code 2."""
+    """An ArgumentParser whose errors are one line and exit with code 2, and whose options
+    take values that start with a minus sign (``--u -0.6,0.8,0``)."""
 
     def error(self, message: str) -> NoReturn:
         _fail(f"{self.prog}: error: {message}")
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        argv = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(self._attach_negative_values(argv), namespace)
+
+    def _attach_negative_values(self, argv: list[str]) -> list[str]:
+        """``--opt -1,2,3`` -> ``--opt=-1,2,3`` for options that take one value, so argparse
+        does not read the value as an option (it only knows plain negative numbers)."""
+        takes_value = {
+            s for a in self._actions if a.nargs is None for s in a.option_strings
+        }  # fmt: skip
+        out: list[str] = []
+        i = 0
+        while i < len(argv):
+            tok = argv[i]
+            if tok == "--":
+                out += argv[i:]
+                break
+            nxt = argv[i + 1] if i + 1 < len(argv) else None
+            if (
+                nxt is not None
+                and tok.startswith("-")
+                and self._resolve(tok) in takes_value
+                and _NUMBERS.fullmatch(nxt)
+            ):
+                out.append(f"{tok}={nxt}")
+                i += 2
+                continue
+            out.append(tok)
+            i += 1
+        return out
+
+    def _resolve(self, option: str) -> str | None:
+        """The option string ``option`` names: itself, or the one it abbreviates."""
+        known = [s for a in self._actions for s in a.option_strings]
+        if option in known:
+            return option
+        if not (self.allow_abbrev and option.startswith("--")):
+            return None
+        matches = [s for s in known if s.startswith(option)]
+        return matches[0] if len(matches) == 1 else None
 
 
 def _fail(line: str, code: int = 2) -> NoReturn:
@@ -69,7 +135,7 @@ def _load(name: str) -> ModuleType:
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every subcommand (importing each subcommand module)."""
-    parser = _Parser(prog="parvox", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="parvox", description=(__doc__ or "").splitlines()[0])
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for name in SUBCOMMANDS:
@@ -90,7 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``parvox`` command; returns the process exit code."""
-    from parvox import comm
+    from parvox import comm, launch
 
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
@@ -99,7 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     nprocs = getattr(args, "nprocs", None)
     if nprocs is not None and nprocs < 1:
         _fail(f"{prog}: error: argument -n/--nprocs: must be >= 1, got {nprocs}")
-    inside = comm.in_mpi_job()
+    inside = launch.in_mpi_job()
     try:
         module.validate(args)  # on every rank inside a job, so all of them stop together
     except ValueError as exc:
@@ -107,11 +173,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             _fail(f"{prog}: error: {exc}")
         raise SystemExit(2) from None
     if not inside and nprocs is not None and getattr(module, "PARALLEL", True):
-        command = comm.launch_command(nprocs, ["-m", "parvox", *argv])
-        try:
-            return subprocess.call(command)
-        except KeyboardInterrupt:
-            return 130
+        start = getattr(module, "launch", None)
+        if start is not None:
+            return int(start(nprocs, argv))
+        return launch.relaunch(nprocs, ["-m", "parvox", *argv])
     if inside:
         size = comm.size()
         if nprocs is not None and nprocs != size:
@@ -122,35 +187,37 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
             return 2
     comm.abort_on_exception()
+    # failing ranks find out on this communicator whether they all failed (reserved for it)
+    verdict = comm.world().Dup() if inside else None
     try:
-        return int(module.run(args) or 0)
+        code = int(module.run(args) or 0)
+    except AllRanksError as exc:  # raised on every rank alike: reported once, nobody waits
+        if not comm.world_rank():
+            sys.stderr.write(f"{prog}: error: {exc}\n")
+        code = 2 if isinstance(exc, ValueError) else 1
     except ValueError as exc:
         # Input errors that only show once data is read (e.g. a wrong dimensionality).
-        return _input_error(prog, exc)
+        code = _input_error(prog, exc, verdict)
+    # every rank gets here (a rank that fails otherwise aborts the job): free collectively
+    if verdict is not None:
+        verdict.Free()
+    return code
 
 
-def _input_error(prog: str, exc: ValueError) -> int:
+def _input_error(prog: str, exc: ValueError, verdict: MPI.Intracomm | None) -> int:
     """Report a ValueError raised inside the job in one line; exit code 2.
 
-    An error every rank raised together (``exc.collective``, e.g. from :mod:`parvox.io`) is
-    printed by rank 0 and every rank returns 2: nobody waits, so no abort is needed. Any other
-    ValueError may be one rank's alone while the others wait in a collective: rank 0 reports at
-    once, another rank after a short pause (so an error that every rank raised is printed once,
-    by rank 0, before its abort ends the job), then the job is aborted with code 2.
+    Every failing rank joins a non-blocking barrier on ``verdict``: when all ranks join it
+    (they all raised), rank 0 alone prints the message and every rank returns 2 -- nobody
+    waits, so no abort. Otherwise the error is this rank's alone while the others wait in a
+    collective: it is printed with the rank and the job is aborted with code 2.
     """
-    import time
-
     from parvox import comm
 
-    r = comm._rank_or_none()
-    if getattr(exc, "collective", False):
+    r = comm.world_rank()
+    if verdict is None or comm.all_ranks_joined(verdict, comm.ABORT_GRACE_S):
         if not r:
             sys.stderr.write(f"{prog}: error: {exc}\n")
         return 2
-    if r:
-        time.sleep(1.0)
-    where = f" (rank {r})" if r else ""
-    sys.stderr.write(f"{prog}: error{where}: {exc}\n")
-    sys.stderr.flush()
-    comm._abort(2)
-    return 2
+    sys.stderr.write(f"{prog}: error (rank {r}): {exc}\n")
+    comm.abort(2)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from parvox.cli import UsageError
 
 __all__ = ["float_triple", "int_list", "int_triple"]
 
 
-def _numbers(text: str, flag: str, count: int | None, kind: type) -> list:
+def _numbers(text: str, flag: str, count: int | None, kind: type) -> list[Any]:
     parts = [p.strip() for p in str(text).split(",")]
     if count is not None and len(parts) != count:
         raise UsageError(flag, f"expected {count} comma-separated numbers, got {text!r}")
@@ -27,7 +28,7 @@ def int_triple(text: str, flag: str, minimum: int = 1) -> tuple[int, int, int]:
     vals = _numbers(text, flag, 3, int)
     if min(vals) < minimum:
         raise UsageError(flag, f"values must be >= {minimum}, got {text!r}")
-    return tuple(vals)  # type: ignore[return-value]
+    return vals[0], vals[1], vals[2]
 
 
 def float_triple(text: str, flag: str, positive: bool = False) -> tuple[float, float, float]:
@@ -35,7 +36,7 @@ def float_triple(text: str, flag: str, positive: bool = False) -> tuple[float, f
     vals = _numbers(text, flag, 3, float)
     if positive and min(vals) <= 0:
         raise UsageError(flag, f"values must be > 0, got {text!r}")
-    return tuple(vals)  # type: ignore[return-value]
+    return vals[0], vals[1], vals[2]
 
 
 def int_list(text: str, flag: str, count: int | None = None) -> list[int]:
@@ -45,12 +46,12 @@ def int_list(text: str, flag: str, count: int | None = None) -> list[int]:
 
 def job_ranks(args: object) -> int:
     """The rank count the command will run at: ``-n``, the MPI job's size, or 1."""
-    from parvox import comm
+    from parvox import comm, launch
 
     nprocs = getattr(args, "nprocs", None)
     if nprocs is not None:
         return int(nprocs)
-    return comm.size() if comm.in_mpi_job() else 1
+    return comm.size() if launch.in_mpi_job() else 1
 
 
 def store_disks(store: str) -> int:

@@ -74,6 +74,6 @@ def run(args: argparse.Namespace) -> int:
     images = {g: np.ascontiguousarray(stack[g], dtype=np.float32) for g in m.gids}
     k = int(args.k) if str(args.k).strip().isdigit() else str(args.k)
     out = composite(m, images, k=k, gather=0, threads=args.threads)
-    if out is not None:
+    if isinstance(out, np.ndarray):  # rank 0 holds the gathered image
         np.save(args.output, out)
     return 0

@@ -109,6 +109,12 @@ def colour_labels(labels: np.ndarray) -> np.ndarray:
     return palette[labels]
 
 
+def _gathered(a: np.ndarray | None) -> np.ndarray:
+    """An array that rank 0 holds (made there or gathered there: never None on rank 0)."""
+    assert a is not None
+    return a
+
+
 def _to_uint8(a: np.ndarray) -> np.ndarray:
     """Scale [0, 1] floats to 0..255 (values outside are clipped)."""
     return np.clip(np.rint(a * 255.0), 0, 255).astype(np.uint8)
@@ -147,9 +153,9 @@ def run(args: argparse.Namespace) -> int:
     with timers("write PNGs (rank 0)"):
         if root:
             os.makedirs(args.out, exist_ok=True)
-            norm, filt, msk, lab = whole
+            norm, filt, msk, lab = (_gathered(a) for a in whole)
             pictures = {
-                "input.png": image,
+                "input.png": _gathered(image),
                 "normalised.png": _to_uint8(norm),
                 "filtered.png": _to_uint8(filt),
                 "mask.png": (msk > 0).astype(np.uint8) * 255,

@@ -24,7 +24,7 @@ import numpy as np
 
 from parvox.cli import UsageError
 from parvox.cli._common import add_in_out, check_in_out, slab_layout
-from parvox.distarray import MODES, parse_mode
+from parvox.distarray import MODES, parse_boundary_mode
 
 __all__ = ["HELP", "OPS", "add_arguments", "halo_width", "run", "validate"]
 
@@ -100,7 +100,7 @@ def validate(args: argparse.Namespace) -> None:
     if args.size < 1:
         raise UsageError("--size", f"must be >= 1, got {args.size}")
     try:
-        args.mode = parse_mode(args.mode)
+        args.mode = parse_boundary_mode(args.mode)
     except ValueError:
         raise UsageError(
             "--mode", f"unknown mode {args.mode!r}; choose one of {', '.join(MODES)}"

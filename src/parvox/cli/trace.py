@@ -87,6 +87,6 @@ def run(args: argparse.Namespace) -> int:
         args.h,
         arrivals=args.arrivals,
     )
-    if ends is not None:
+    if isinstance(ends, np.ndarray):  # rank 0 holds the gathered end points
         np.save(args.output, ends)
     return 0

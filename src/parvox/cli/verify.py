@@ -45,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
     total = c.reduce(checked, root=0)
     if c.Get_rank() != 0:
         return int(c.bcast(None, root=0))
+    assert allbad is not None  # gathered on rank 0
     lines = [line for rank_bad in allbad for line in rank_bad]
     for line in lines:
         sys.stdout.write(f"BAD {line}\n")

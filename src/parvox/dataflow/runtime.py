@@ -103,6 +103,35 @@ class _Item:
 _STOP = object()
 
 
+class _Deadline:
+    """A deadline ``timeout`` seconds after the last :meth:`restart` (``None``: never).
+
+    Examples
+    --------
+    >>> d = _Deadline(None)
+    >>> d.expired(), d.left()
+    (False, None)
+    >>> _Deadline(0.0).expired()
+    True
+    """
+
+    def __init__(self, timeout: float | None) -> None:
+        self.timeout = timeout
+        self.restart()
+
+    def restart(self) -> None:
+        """Start the ``timeout`` anew (progress was made)."""
+        self._at = None if self.timeout is None else time.monotonic() + self.timeout
+
+    def left(self) -> float | None:
+        """Seconds until the deadline (0 once past it); ``None`` without a timeout."""
+        return None if self._at is None else max(self._at - time.monotonic(), 0.0)
+
+    def expired(self) -> bool:
+        """Whether the deadline has passed."""
+        return self._at is not None and time.monotonic() >= self._at
+
+
 class Dataflow:
     """Run parallel operations (split -> pipelined stages -> merge) over an MPI communicator.
 
@@ -165,10 +194,12 @@ class Dataflow:
         self._stats_lock = threading.Lock()
         self._busy: dict[str, float] = {}
         self._tokens = 0
-        self.last_seen = {r: time.monotonic() for r in range(self.size)}
-        self.rank_status: dict[int, dict[str, Any]] = {}
-        #: ranks a heartbeat check found dead
-        self.dead: set[int] = set()
+        # what this rank knows of its peers: written by the communication, heartbeat and
+        # watchdog threads, read by any; only under _peers_lock, read through snapshots
+        self._peers_lock = threading.Lock()
+        self._last_seen = {r: time.monotonic() for r in range(self.size)}
+        self._rank_status: dict[int, dict[str, Any]] = {}
+        self._dead: set[int] = set()
         self._stop_requested = threading.Event()
         self._comm_stop = threading.Event()
         self._hb_stop = threading.Event()
@@ -211,8 +242,9 @@ class Dataflow:
         Parameters
         ----------
         timeout : float, optional
-            Seconds to wait for the results once all tokens are sent; past it the future
-            raises :class:`DataflowTimeout`.
+            Seconds the request may go without progress -- waiting for window space to send
+            its next token, or for its next result -- before its future raises
+            :class:`DataflowTimeout` (a rank died or hangs). No limit by default.
         """
         if self._closed:
             raise ParvoxError("the dataflow runtime is closed")
@@ -253,14 +285,17 @@ class Dataflow:
             elif not errors:
                 acc = op.merge(acc, payload)
 
-        def drain() -> None:
+        def drain() -> bool:
+            took = False
             while True:
                 try:
                     item = results.get_nowait()
                 except queue.Empty:
-                    return
+                    return took
                 take(item)
+                took = True
 
+        deadline = _Deadline(timeout)
         try:
             for tok in op.split(request):
                 if not isinstance(tok, Token):
@@ -274,25 +309,33 @@ class Dataflow:
                     with self._cond:
                         dest = self._pick(cands, sent)
                         if dest is None:
-                            self._cond.wait(0.02)
+                            left = deadline.left()
+                            self._cond.wait(0.02 if left is None else min(0.02, left))
                         else:
                             self._inflight[dest] += 1
                             self.max_inflight[dest] = max(
                                 self.max_inflight[dest], self._inflight[dest]
                             )
-                    drain()
+                    if drain():
+                        deadline.restart()
+                    if dest is None and deadline.expired():
+                        who = f"rank {cands[0]}" if len(cands) == 1 else f"ranks {list(cands)}"
+                        raise DataflowTimeout(
+                            f"{op.name}: no room to send to {who} for {timeout} s "
+                            f"({sent - got} of {sent} results missing)"
+                        )
                 self._send_token(dest, op.name, rid, sent, tok.payload)
                 sent += 1
                 drain()
-            deadline = None if timeout is None else time.monotonic() + timeout
+            deadline.restart()
             while got < sent:
-                wait = None if deadline is None else max(deadline - time.monotonic(), 0.0)
                 try:
-                    take(results.get(timeout=wait))
+                    take(results.get(timeout=deadline.left()))
                 except queue.Empty:
                     raise DataflowTimeout(
                         f"{op.name}: {sent - got} of {sent} results missing after {timeout} s"
                     ) from None
+                deadline.restart()
         finally:
             self._requests.pop(rid, None)
         if errors:
@@ -390,7 +433,8 @@ class Dataflow:
 
     def _on_message(self, src: int, tag: int, buf: np.ndarray) -> None:
         head, payload = unpack(buf)
-        self.last_seen[src] = time.monotonic()
+        with self._peers_lock:
+            self._last_seen[src] = time.monotonic()
         if tag == _TAG_TOKEN:
             item = _Item(head["op"], head["rid"], head["seq"], head["origin"], payload)
             if item.op not in self._queues:
@@ -404,7 +448,8 @@ class Dataflow:
             if kind == "ping":
                 self._control(src, "pong", status=self.status())
             elif kind == "pong":
-                self.rank_status[src] = head["status"]
+                with self._peers_lock:
+                    self._rank_status[src] = head["status"]
             elif kind == "stop":
                 self._stop_requested.set()
 
@@ -428,6 +473,30 @@ class Dataflow:
             out.update(self._status_fn())
         return out
 
+    @property
+    def last_seen(self) -> dict[int, float]:
+        """A snapshot: ``time.monotonic()`` when each rank was last heard from."""
+        with self._peers_lock:
+            return dict(self._last_seen)
+
+    @property
+    def rank_status(self) -> dict[int, dict[str, Any]]:
+        """A snapshot: each other rank's :meth:`status` from its latest heartbeat answer."""
+        with self._peers_lock:
+            return dict(self._rank_status)
+
+    @property
+    def dead(self) -> frozenset[int]:
+        """A snapshot: the ranks found dead (:meth:`mark_dead`)."""
+        with self._peers_lock:
+            return frozenset(self._dead)
+
+    def mark_dead(self, rank: int) -> None:
+        """Record that ``rank`` is dead: it is not pinged again and :meth:`silent_ranks`
+        reports it at once (thread-safe)."""
+        with self._peers_lock:
+            self._dead.add(rank)
+
     def start_heartbeat(
         self, interval: float = 0.5, check: Callable[[int], bool] | None = None
     ) -> None:
@@ -446,29 +515,33 @@ class Dataflow:
 
         def beat() -> None:
             while not self._hb_stop.wait(interval):
+                dead = self.dead
                 for r in range(self.size):
-                    if r == self.rank or r in self.dead:
+                    if r == self.rank or r in dead:
                         continue
                     if check is not None and not check(r):
-                        self.dead.add(r)
+                        self.mark_dead(r)
                         continue
                     self._control(r, "ping")
 
         now = time.monotonic()
-        for r in range(self.size):
-            self.last_seen[r] = now
+        with self._peers_lock:
+            for r in range(self.size):
+                self._last_seen[r] = now
         self._hb_thread = threading.Thread(target=beat, name="parvox-heartbeat", daemon=True)
         self._hb_thread.start()
 
     def silent_ranks(self, after: float) -> dict[int, float]:
-        """Ranks not heard from for more than ``after`` seconds, with their silence."""
+        """Ranks not heard from for more than ``after`` seconds, with their silence
+        (``inf`` for a rank found dead)."""
         now = time.monotonic()
-        silent = {
-            r: now - t
-            for r, t in self.last_seen.items()
-            if r != self.rank and now - t > after
-        }
-        silent.update({r: float("inf") for r in self.dead})
+        with self._peers_lock:
+            silent = {
+                r: now - t
+                for r, t in self._last_seen.items()
+                if r != self.rank and now - t > after
+            }
+            silent.update({r: float("inf") for r in self._dead})
         return silent
 
     # -- shutdown ----------------------------------------------------------------------------------

@@ -18,12 +18,12 @@ from __future__ import annotations
 import numbers
 import operator
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from parvox.decomposition import BlockGrid
-from parvox.distarray import DistArray, parse_mode
+from parvox.distarray import DistArray, parse_boundary_mode
 
 __all__ = [
     "apply_padded",
@@ -50,7 +50,7 @@ def norm_axes(axes: int | Sequence[int] | None, ndim: int) -> tuple[int, ...]:
     """The filtered axes as non-negative ints (scipy's ``axes=`` semantics)."""
     if axes is None:
         return tuple(range(ndim))
-    raw = [axes] if isinstance(axes, numbers.Integral) else list(axes)
+    raw = [axes] if isinstance(axes, numbers.Integral) else list(cast("Sequence[int]", axes))
     out = []
     for a in raw:
         try:
@@ -84,7 +84,7 @@ def norm_modes(
     modes = per_axis(mode, len(axes), "mode")
     exchange = ["constant"] * ndim  # axes without a halo never use theirs
     for a, m in zip(axes, modes, strict=True):
-        exchange[a] = parse_mode(m)
+        exchange[a] = parse_boundary_mode(m)
     return modes, exchange
 
 
@@ -129,7 +129,7 @@ def check_cval(cval: Any) -> float:
     """``cval`` must be a real number (scipy extends with it as a double)."""
     if not isinstance(cval, numbers.Real):
         raise TypeError(f"cval must be a real number, got {cval!r}")
-    return cval
+    return float(cval)
 
 
 Kernel = Callable[[np.ndarray], np.ndarray]

@@ -16,7 +16,7 @@ running sum, equal to float rounding).
 Examples
 --------
 >>> import numpy as np, scipy.ndimage as ndi
->>> from parvox.distarray import PAD_MODES, DistArray, parse_mode
+>>> from parvox.distarray import PAD_MODES, DistArray, parse_boundary_mode
 >>> a = np.random.default_rng(0).random((40, 30))
 >>> x = DistArray.scatter(a)
 >>> y = gaussian_filter(x, sigma=2.0, mode="nearest")
@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import scipy.ndimage as ndi
 
-from parvox.distarray import PAD_MODES, DistArray, parse_mode
+from parvox.distarray import PAD_MODES, DistArray, parse_boundary_mode
 from parvox.ndimage._halo import (
     apply_padded,
     check_cval,
@@ -307,6 +307,7 @@ def _rank_like(
         )
 
     if median:
+        assert isinstance(mode, str)  # norm_modes refused a sequence: the median is not separable
         kernel = _median_network_kernel(kernel, x, ax, sizes, origins, fp, mode, cval, dtype)
     return apply_padded(x, halo, exchange, dtype, kernel, output=out, func=func_name)
 
@@ -334,7 +335,7 @@ def _median_network_kernel(
     n = int(window.sum())
     if dtype != x.dtype or not supports(dtype, n):
         return scipy_kernel
-    mode = parse_mode(mode)
+    mode = parse_boundary_mode(mode)
     pad_kw: dict[str, Any] = {"mode": PAD_MODES[mode]}
     if mode == "constant":
         with np.errstate(all="ignore"):

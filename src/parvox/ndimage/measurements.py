@@ -228,7 +228,7 @@ def _extremum(input: DistArray, labels: Any, index: Any, op: str) -> Any:
                 best[0] = fn(best[0], v.min() if op == "min" else v.max())
                 count[0] += v.size
         total = reduce_array(count, "sum", comm=x.comm)
-        out = reduce_array(best, op, comm=x.comm)  # type: ignore[arg-type]
+        out = reduce_array(best, op, comm=x.comm)
         assert out is not None and total is not None
         if total[0] == 0:
             raise ValueError(f"{name}: labels/index select no element of input")
@@ -240,7 +240,7 @@ def _extremum(input: DistArray, labels: Any, index: Any, op: str) -> Any:
         fn.at(best, pos, v)
         counts += np.bincount(pos, minlength=uniq.size)
     total = reduce_array(counts, "sum", comm=x.comm)
-    out = reduce_array(best, op, comm=x.comm)  # type: ignore[arg-type]
+    out = reduce_array(best, op, comm=x.comm)
     assert out is not None and total is not None
     out[total == 0] = 0  # scipy's value for labels that do not occur
     return out[inv]

@@ -165,7 +165,7 @@ def simulate_acquisition(
             error = f"{d}: cannot write the acquisition: {exc.strerror}"
     error = pc.bcast(error, root=0)
     if error is not None:
-        raise collective_error(error)
+        raise collective_error(error, param="OUT")
     kwargs = {} if chunk_size is None else {"chunk_size": chunk_size}
     result = simulate(phantom.activity, grid, scanner, os.path.join(d, "events.lm"),
                       counts=counts, seed=seed, mu=phantom.mu if attenuation else None,

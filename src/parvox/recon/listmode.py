@@ -133,7 +133,7 @@ class ListModeFile:
                 error = str(exc)
         header, error = pc.bcast((header, error), root=0)
         if error is not None:
-            raise collective_error(error)
+            raise collective_error(error, param="events")
         assert header is not None
         self.header = header
         self.n_events = int(header["n_events"])

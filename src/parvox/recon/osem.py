@@ -237,10 +237,11 @@ def osem(
         if lm.n_detectors != scanner.n_detectors:
             raise collective_error(
                 f"events: {events} was recorded by a scanner of {lm.n_detectors} detectors, "
-                f"not {scanner.n_detectors}")
+                f"not {scanner.n_detectors}", param="events")
         m = lm.n_events
         if m < subsets:
-            raise collective_error(f"subsets: {subsets} subsets of {m} events leave some empty")
+            raise collective_error(f"subsets: {subsets} subsets of {m} events leave some empty",
+                                   param="subsets")
         engine = _Engine(lm, scanner, grid, method, dt, chunk, rank, size, subsets)
         steps = [(it, sub) for it in range(iterations) for sub in range(subsets)]
         times = SubsetTimes.empty(len(steps))

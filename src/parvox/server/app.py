@@ -49,9 +49,10 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from parvox.dataflow import DataflowError, DataflowTimeout
+from parvox.errors import ParameterError
 from parvox.server.engine import ServerBusy, SliceService
 from parvox.server.imaging import MEDIA_TYPES, encode_slice
-from parvox.server.params import DEFAULT_MAX_SIZE, ParamError, parse_slice_query
+from parvox.server.params import DEFAULT_MAX_SIZE, parse_slice_query
 from parvox.slicing import MAX_ZOOM
 
 __all__ = ["create_app", "serve_http", "static_dir"]
@@ -103,7 +104,7 @@ def create_app(service: SliceService, max_size: int = DEFAULT_MAX_SIZE) -> Starl
         t0 = time.perf_counter()
         try:
             q = parse_slice_query(request.query_params, meta.spacing, max_size=max_size)
-        except ParamError as exc:
+        except ParameterError as exc:
             return _error(400, str(exc), exc.param)
         ok, _ = service.health()
         if not ok:
@@ -134,6 +135,10 @@ def create_app(service: SliceService, max_size: int = DEFAULT_MAX_SIZE) -> Starl
             body = await run_in_threadpool(service.overview, view)
         except ValueError as exc:
             return _error(400, str(exc), "view")
+        except ServerBusy as exc:
+            return _error(503, f"server busy: {exc}", **{"Retry-After": "1"})
+        except DataflowTimeout as exc:
+            return _error(504, str(exc))
         except DataflowError as exc:
             return _error(500, str(exc))
         return Response(body, media_type="image/png", headers={"Cache-Control": "max-age=3600"})

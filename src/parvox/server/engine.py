@@ -37,30 +37,23 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures as cf
+import dataclasses
 import os
 import socket
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from parvox.comm import ParvoxError, get_comm
-from parvox.dataflow import Dataflow, Operation, Stage, Token
+from parvox.dataflow import Dataflow, DataflowError, DataflowTimeout, Operation, Stage, Token
+from parvox.errors import ParvoxError
 from parvox.server.imaging import display_pixels, encode_image
-from parvox.slicing import (
-    Plane,
-    cut_extents,
-    extract_part,
-    finish_slice,
-    merge_parts,
-    pack_parts,
-    unpack_parts,
-)
-from parvox.volume import DEFAULT_CACHE_BYTES, DiskMap, ExtentReader, VolumeStore
-from parvox.volume.config import resolve_disk_map
+from parvox.slicing import Plane, finish_slice, merge_parts, pack_parts, unpack_parts
+from parvox.slicing.source import Key, SliceSource, range_map
+from parvox.volume import DEFAULT_CACHE_BYTES, DiskMap, VolumeStore
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -69,10 +62,20 @@ __all__ = ["OVERVIEW_SIZE", "ServerBusy", "SliceService", "overview_planes"]
 
 #: longest side of an overview panel (pixels)
 OVERVIEW_SIZE = 256
+#: the overview's PNGs: one per panel and ``"all"`` (side by side)
+OVERVIEW_VIEWS = ("axial", "coronal", "sagittal", "all")
 
 
 class ServerBusy(ParvoxError):
     """The bounded request queue is full; try again later."""
+
+
+@dataclasses.dataclass(frozen=True)
+class _Overview:
+    """The overview PNGs by view and the display window derived from them."""
+
+    pngs: dict[str, bytes]
+    window: tuple[float, float] | None
 
 
 def overview_planes(
@@ -159,21 +162,18 @@ class SliceService:
             raise ValueError(f"batch must be >= 1, got {batch}")
         if max_pending < 1:
             raise ValueError(f"max_pending must be >= 1, got {max_pending}")
-        self.comm = get_comm(comm)
-        self.rank = self.comm.Get_rank()
-        self.nranks = self.comm.Get_size()
-        self._own_store = not isinstance(store, VolumeStore)
-        # a rank checks only the files of the disks it serves (others may be on other nodes)
-        self.store = store if isinstance(store, VolumeStore) else VolumeStore(store, disks=())
-        self.meta = self.store.meta
-        self.layout = self.store.layout
-        self.disk_map = disk_map = resolve_disk_map(disk_map, self.meta.ndisks, self.nranks)
-        self.store.check_files(disk_map.disks_of(self.rank))
-        self._owner = np.asarray(disk_map.owner, dtype=np.int64)
+        self.source = SliceSource(store, comm, disk_map, cache_bytes, threads, verify)
+        self.comm = self.source.comm
+        self.rank = self.source.rank
+        self.nranks = self.source.nranks
+        self.store = self.source.store
+        self.meta = self.source.meta
+        self.layout = self.source.layout
+        self.disk_map = self.source.disk_map
+        self.reader = self.source.reader
         self.batch = int(batch)
         self.max_pending = int(max_pending)
         self.request_timeout = float(request_timeout)
-        self.reader = ExtentReader(self.store, cache_bytes, threads, verify)
         op = Operation(
             "slice",
             split=self._split,
@@ -182,8 +182,12 @@ class SliceService:
             init=lambda plane: (plane, []),
             finish=self._finish,
         )
-        self.flow = Dataflow([op], self.comm, window=window, max_requests=max_requests,
-                             status=self._rank_figures)
+        try:
+            self.flow = Dataflow([op], self.comm, window=window, max_requests=max_requests,
+                                 status=self._rank_figures)
+        except BaseException:
+            self.source.close()
+            raise
         self._lock = threading.Lock()
         self._pending = 0
         self._served = 0
@@ -193,7 +197,7 @@ class SliceService:
         self._latency: collections.deque[float] = collections.deque(maxlen=4096)
         self._done_at: collections.deque[float] = collections.deque(maxlen=100_000)
         self._started = time.monotonic()
-        self._overview: dict[str, tuple[np.ndarray, bytes]] = {}
+        self._overview: cf.Future[_Overview] | None = None
         self._overview_lock = threading.Lock()
         self._monitor: threading.Thread | None = None
         self._monitor_stop = threading.Event()
@@ -206,42 +210,27 @@ class SliceService:
         self.close()
 
     # -- the dataflow operation ------------------------------------------------------------------
-    def _split(self, plane: Plane) -> Any:
-        keys, ranges = cut_extents(plane, self.layout, return_ranges=True)
-        if not len(keys):
-            return
-        kz, ky, kx = keys[:, 0], keys[:, 1], keys[:, 2]
-        disk = self.layout.disk_of(kz, ky, kx)
-        order = np.lexsort((self.layout.slot_of(kz, ky, kx), disk))
-        keys, ranges, owner = keys[order], ranges[:, order], self._owner[disk[order]]
-        batches: list[list[tuple[np.ndarray, np.ndarray]]] = []
-        for r in range(self.nranks):
-            mine = owner == r
-            k, g = keys[mine], ranges[:, mine]
-            batches.append(
-                [(k[s : s + self.batch], g[:, s : s + self.batch]) for s in range(0, len(k), self.batch)]
-            )
+    def _split(self, plane: Plane) -> Iterator[Token]:
+        batches = [
+            [(keys[s : s + self.batch], ranges[:, s : s + self.batch])
+             for s in range(0, len(keys), self.batch)]
+            for keys, ranges in self.source.extents_by_rank(plane)
+        ]  # fmt: skip
         for round_ in range(max(len(b) for b in batches)):
             for r in range(self.nranks):
                 if round_ < len(batches[r]):
                     k, g = batches[r][round_]
                     yield Token(r, {"plane": plane, "keys": k, "ranges": g})
 
-    def _read(self, token: dict[str, Any]) -> tuple[dict[str, Any], list[np.ndarray]]:
-        keys = [tuple(int(k) for k in key) for key in token["keys"]]
-        blocks = dict(self.reader.read_many(keys))
-        return token, [blocks[k] for k in keys]
+    def _read(
+        self, token: dict[str, Any]
+    ) -> tuple[dict[str, Any], list[tuple[Key, np.ndarray]]]:
+        return token, self.source.read(token["keys"])
 
-    def _extract(self, work: tuple[dict[str, Any], list[np.ndarray]]) -> np.ndarray:
+    def _extract(self, work: tuple[dict[str, Any], list[tuple[Key, np.ndarray]]]) -> np.ndarray:
         token, blocks = work
-        plane = token["plane"]
-        params = plane.kernel_params()
-        parts = []
-        for key, rng, block in zip(token["keys"], token["ranges"].T, blocks, strict=True):
-            part = extract_part(block, tuple(int(k) for k in key), self.layout, plane,
-                                ranges=tuple(int(r) for r in rng), params=params)
-            if part.index.size:
-                parts.append(part)
+        ranges = range_map(token["keys"], token["ranges"])
+        parts = self.source.parts_of(token["plane"], blocks, ranges)
         return pack_parts(parts, self.meta.channels)
 
     def _merge(self, acc: tuple[Plane, list[Any]], result: np.ndarray) -> tuple[Plane, list[Any]]:
@@ -255,19 +244,24 @@ class SliceService:
     # -- requests (rank 0) ------------------------------------------------------------------------
     def plane(self, **kwargs: Any) -> Plane:
         """A :class:`Plane` with this volume's spacing (``normal=`` selects the normal form)."""
-        kwargs.setdefault("spacing", self.meta.spacing)
-        if "normal" in kwargs:
-            return Plane.from_normal(**kwargs)
-        return Plane(**kwargs)
+        return self.source.plane(**kwargs)
 
     def submit(self, plane: Plane) -> cf.Future[np.ndarray]:
         """Start extracting ``plane``; a future of the raw (float32, unrounded) slice.
+
+        The future raises :class:`~parvox.dataflow.DataflowTimeout` when the request makes
+        no progress for ``request_timeout`` seconds.
 
         Raises
         ------
         ServerBusy
             When ``max_pending`` requests are already pending.
         """
+        return self._submit(plane, record=True)
+
+    def _submit(self, plane: Plane, record: bool) -> cf.Future[np.ndarray]:
+        """:meth:`submit`; ``record``: count it in the served/failed/latency statistics
+        (the overview's own panels are pending requests but not client slices)."""
         with self._lock:
             if self._pending >= self.max_pending:
                 self._rejected += 1
@@ -280,13 +274,15 @@ class SliceService:
             with self._lock:
                 self._pending -= 1
             raise
-        fut.add_done_callback(lambda f: self._done(f, t0))
+        fut.add_done_callback(lambda f: self._done(f, t0, record))
         return fut
 
-    def _done(self, fut: cf.Future[np.ndarray], t0: float) -> None:
+    def _done(self, fut: cf.Future[np.ndarray], t0: float, record: bool) -> None:
         dt = time.perf_counter() - t0
         with self._lock:
             self._pending -= 1
+            if not record:
+                return
             if fut.exception() is None:
                 self._served += 1
                 self._latency.append(dt)
@@ -312,60 +308,88 @@ class SliceService:
         """The overview panels' geometry (:func:`overview_planes`)."""
         return overview_planes(self.meta.shape, self.meta.spacing)
 
-    def _overview_raw(self) -> dict[str, np.ndarray]:
+    def _make_overview(self) -> _Overview:
+        """Extract the three panels (through :meth:`submit`: they count as pending requests)
+        and encode them; bounded by ``request_timeout``."""
         views = self.overview_views()
-        futs = {
-            name: self.flow.submit(
-                "slice",
-                self.plane(center=v["center"], u=v["u"], v=v["v"], size=v["size"], step=v["step"]),
-            )
-            for name, v in views.items()
-        }
-        return {name: f.result() for name, f in futs.items()}
+        deadline = time.monotonic() + self.request_timeout
+        raws = {}
+        for name, v in views.items():  # one at a time: they fit any max_pending
+            plane = self.plane(center=v["center"], u=v["u"], v=v["v"], size=v["size"],
+                               step=v["step"])
+            fut = self._submit(plane, record=False)
+            try:
+                raws[name] = fut.result(timeout=max(deadline - time.monotonic(), 0.0))
+            except cf.TimeoutError:
+                raise DataflowTimeout(
+                    f"overview: not made within {self.request_timeout} s ({name} panel)"
+                ) from None
+        window: tuple[float, float] | None = None
+        if self.meta.dtype != "uint8":
+            allv = np.concatenate([r.reshape(-1) for r in raws.values()])
+            lo, hi = np.percentile(allv, [0.5, 99.5])
+            window = (float(lo), float(hi) if hi > lo else float(lo) + 1.0)
+        pixels = {}
+        for name, raw in raws.items():
+            pix = display_pixels(self.finish(raw), window)
+            pixels[name] = pix if pix.dtype == np.uint8 else display_pixels(pix.astype(np.float32))
+        gap = 4
+        h = max(p.shape[0] for p in pixels.values())
+        w = sum(p.shape[1] for p in pixels.values()) + gap * (len(pixels) - 1)
+        combo = np.zeros((h, w) if self.meta.channels == 1 else (h, w, 3), np.uint8)
+        x = 0
+        for pix in pixels.values():
+            combo[: pix.shape[0], x : x + pix.shape[1]] = pix
+            x += pix.shape[1] + gap
+        pngs = {name: encode_image(pix, "png") for name, pix in pixels.items()}
+        pngs["all"] = encode_image(combo, "png")
+        return _Overview(pngs, window)
+
+    def _overview_once(self) -> _Overview:
+        """The overview, made by the first caller; the others wait for it (a failed attempt
+        is retried by the next call). The lock is never held while waiting."""
+        with self._overview_lock:
+            fut = self._overview
+            mine = fut is None or (fut.done() and fut.exception() is not None)
+            if mine:
+                fut = self._overview = cf.Future()
+        assert fut is not None
+        if mine:
+            try:
+                fut.set_result(self._make_overview())
+            except BaseException as exc:
+                fut.set_exception(exc)
+                raise
+        try:
+            return fut.result(timeout=self.request_timeout + 1.0)
+        except cf.TimeoutError:
+            raise DataflowTimeout(
+                f"overview: not ready after {self.request_timeout + 1.0:g} s"
+            ) from None
 
     def display_window(self) -> tuple[float, float] | None:
         """Display range for PNG/JPEG: ``None`` for uint8 volumes, else the 0.5-99.5 percentile
-        range of the overview (computed once; ``None`` when the overview cannot be made)."""
-        from parvox.dataflow import DataflowError
-
+        range of the overview (computed once; ``None`` while the overview cannot be made)."""
         try:
-            self.overview("axial")
-        except DataflowError:
+            return self._overview_once().window
+        except (DataflowError, DataflowTimeout, ServerBusy):
             return None
-        return self._window
 
     def overview(self, view: str | None = None) -> bytes:
         """PNG of one overview panel (``axial``, ``coronal``, ``sagittal``) or, for ``None``,
-        the three side by side; computed once, then cached."""
-        with self._overview_lock:
-            if not self._overview:
-                raws = self._overview_raw()
-                self._window: tuple[float, float] | None = None
-                if self.meta.dtype != "uint8":
-                    allv = np.concatenate([r.reshape(-1) for r in raws.values()])
-                    lo, hi = np.percentile(allv, [0.5, 99.5])
-                    self._window = (float(lo), float(hi) if hi > lo else float(lo) + 1.0)
-                panels = {}
-                for name, raw in raws.items():
-                    pix = display_pixels(self.finish(raw), self._window)
-                    if pix.dtype != np.uint8:
-                        pix = display_pixels(pix.astype(np.float32))
-                    panels[name] = (pix, encode_image(pix, "png"))
-                gap = 4
-                h = max(p.shape[0] for p, _ in panels.values())
-                w = sum(p.shape[1] for p, _ in panels.values()) + gap * 2
-                shape = (h, w) if self.meta.channels == 1 else (h, w, 3)
-                combo = np.zeros(shape, np.uint8)
-                x = 0
-                for pix, _ in panels.values():
-                    combo[: pix.shape[0], x : x + pix.shape[1]] = pix
-                    x += pix.shape[1] + gap
-                panels["all"] = (combo, encode_image(combo, "png"))
-                self._overview = panels
+        the three side by side; computed once, then cached.
+
+        Raises
+        ------
+        ValueError
+            For another ``view``.
+        ServerBusy, DataflowError, DataflowTimeout
+            When the overview cannot be made now (a later call tries again).
+        """
         key = "all" if view is None else view
-        if key not in self._overview:
+        if key not in OVERVIEW_VIEWS:
             raise ValueError(f"view must be axial, coronal or sagittal, got {view!r}")
-        return self._overview[key][1]
+        return self._overview_once().pngs[key]
 
     # -- statistics and health ---------------------------------------------------------------------
     def _rank_figures(self) -> dict[str, Any]:
@@ -391,8 +415,9 @@ class SliceService:
         out["slices_per_s_overall"] = out["slices_served"] / max(uptime, 1e-9)
         for p in (50, 95, 99):
             out[f"latency_p{p}_ms"] = float(np.percentile(lat, p)) if lat.size else None
-        ranks = []
+        ranks: list[dict[str, Any]] = []
         statuses = {self.rank: self.flow.status(), **self.flow.rank_status}
+        seen = self.flow.last_seen
         hits = misses = nbytes = 0
         for r in range(self.nranks):
             st = statuses.get(r)
@@ -412,7 +437,7 @@ class SliceService:
                     "busy_by_stage_s": st.get("busy_s", {}),
                     "tokens": st.get("tokens", 0),
                     "cache": cache,
-                    "last_seen_s": 0.0 if r == self.rank else now - self.flow.last_seen[r],
+                    "last_seen_s": 0.0 if r == self.rank else now - seen[r],
                 }
             )
         out["bytes_read"] = nbytes
@@ -448,9 +473,10 @@ class SliceService:
             # local processes are checked every 50 ms: a rank that died must be named before
             # the next message to it (which MPICH may answer by killing the whole job)
             while not self._monitor_stop.wait(0.05):
+                dead = self.flow.dead
                 for r in range(self.nranks):
-                    if r != self.rank and r not in self.flow.dead and not self._rank_alive(r):
-                        self.flow.dead.add(r)
+                    if r != self.rank and r not in dead and not self._rank_alive(r):
+                        self.flow.mark_dead(r)
                 silent = self.flow.silent_ranks(dead_after)
                 if silent:
                     r, s = max(silent.items(), key=lambda kv: kv[1])
@@ -477,10 +503,10 @@ class SliceService:
         self._monitor_stop.set()
         if self._monitor is not None:
             self._monitor.join()
-        self.flow.close()
-        self.reader.close()
-        if self._own_store:
-            self.store.close()
+        try:
+            self.flow.close()
+        finally:
+            self.source.close()
 
 
 def _abort_job(rank: int, silence: float, pid: int | None) -> None:

@@ -1,15 +1,15 @@
 """Slices to image files: the one encoder the server and ``parvox slice`` share.
 
 :func:`display_pixels` turns a finished slice (the volume's dtype, see
-:func:`parvox.slicing.finish_slice`) into the integers an image holds. Without a window it is
-``parvox slice``'s own conversion (``parvox.cli.slice.to_png_array``: ``uint8`` grey or RGB and
-``uint16`` grey pass through, a 16-bit PNG for the latter; ``float32`` is scaled from the slice's
-minimum and maximum to ``0..255``); with a display ``window=(lo, hi)`` values are mapped
-linearly to ``uint8``: ``clip(rint((x - lo) * 255 / (hi - lo)), 0, 255)``.
-:func:`encode_image` writes them with Pillow exactly as ``parvox slice`` writes its PNG file
-(``Image.fromarray(a).save(..., PNG)``, default options), so a PNG from the HTTP API and the
-file ``parvox slice`` writes for the same parameters are the same bytes. JPEG is 8-bit: 16-bit slices get the
-slice's own min-max window unless one is given.
+:func:`parvox.slicing.finish_slice`) into the integers an image holds. Without a window
+``uint8`` grey or RGB and ``uint16`` grey pass through (a 16-bit PNG for the latter) and any
+other dtype is scaled from the slice's minimum and maximum to ``0..255``; with a display
+``window=(lo, hi)`` values are mapped linearly to ``uint8``:
+``clip(rint((x - lo) * 255 / (hi - lo)), 0, 255)``. :func:`encode_image` writes them with
+Pillow (``Image.fromarray(a).save(..., PNG)``, default options). ``parvox slice`` writes its PNG
+file with the same two functions, so a PNG from the HTTP API and the file ``parvox slice``
+writes for the same parameters are the same bytes. JPEG is 8-bit: 16-bit slices get the slice's
+own min-max window unless one is given.
 
 Examples
 --------
@@ -54,15 +54,14 @@ def display_pixels(slice_: np.ndarray, window: Sequence[float] | None = None) ->
     slice_ : ndarray
         ``(H, W)`` uint8/uint16/float32 or ``(H, W, 3)`` uint8.
     window : (lo, hi), optional
-        Map ``[lo, hi]`` to ``[0, 255]``.
+        Map ``[lo, hi]`` to ``[0, 255]``; without it, the slice's own range for dtypes other
+        than uint8 and uint16.
     """
     a = np.asarray(slice_)
     if a.ndim not in (2, 3) or (a.ndim == 3 and a.shape[2] != 3):
         raise ValueError(f"slice_ must be (H, W) or (H, W, 3), got shape {a.shape}")
-    if window is None:
-        from parvox.cli.slice import to_png_array  # what `parvox slice -o x.png` writes
-
-        return to_png_array(a)
+    if window is None and a.dtype in (np.uint8, np.uint16):
+        return a
     lo, hi = _window(a, window)
     scaled = (a.astype(np.float64) - lo) * (255.0 / (hi - lo))
     return np.clip(np.rint(scaled), 0, 255).astype(np.uint8)

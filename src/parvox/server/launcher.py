@@ -1,6 +1,9 @@
 """Launching the server job and naming a rank that dies (the launcher side of fault handling).
 
-``parvox serve -n N`` runs ``mpiexec -n N python -m parvox.server ...`` and waits for it. Rank 0
+``parvox serve -n N`` runs ``mpiexec -n N python -m parvox serve ...`` through
+:func:`launch_server` and waits for it: with MPICH's ``-disable-auto-cleanup`` (when the
+bundled Hydra launches), so that a dying rank does not make the launcher kill the others at
+once, and the server's own watchdog can say which rank died before it aborts the job. Rank 0
 writes the ranks' process ids and hosts to the file named by ``$PARVOX_SERVE_RANKS_FILE``; the
 launcher then watches the ranks on its own host with ``pidfd_open`` (Linux): the moment one
 exits while the job runs, it prints ``parvox serve: rank R (pid P) died`` -- before the MPI
@@ -28,7 +31,16 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-__all__ = ["RANKS_FILE_ENV", "release_ranks_file", "run_job", "watch_ranks", "write_ranks_file"]
+from parvox.launch import MPIEXEC_ENV, find_mpiexec, is_hydra, launch_command
+
+__all__ = [
+    "RANKS_FILE_ENV",
+    "launch_server",
+    "release_ranks_file",
+    "run_job",
+    "watch_ranks",
+    "write_ranks_file",
+]
 
 #: environment variable naming the file where rank 0 writes ``{rank: [pid, host]}``
 RANKS_FILE_ENV = "PARVOX_SERVE_RANKS_FILE"
@@ -136,3 +148,14 @@ def run_job(cmd: list[str]) -> int:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
     return code if code != 0 or not died else 1
+
+
+def launch_server(nprocs: int, argv: Sequence[str]) -> int:
+    """Run ``python argv...`` (a server job) on ``nprocs`` ranks with :func:`run_job`.
+
+    The bundled MPICH's ``mpiexec`` gets ``-disable-auto-cleanup`` (the watchdog names a dead
+    rank); a launcher named by ``$PARVOX_MPIEXEC`` gets no extra option.
+    """
+    mpiexec = find_mpiexec()
+    options = [] if MPIEXEC_ENV in os.environ or not is_hydra(mpiexec) else ["-disable-auto-cleanup"]
+    return run_job(launch_command(nprocs, argv, options))

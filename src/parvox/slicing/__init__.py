@@ -1,12 +1,15 @@
 """Oblique slices through striped volume stores (the seed's slice server, compute half).
 
-The pieces are separate so that a server can pipeline them: :func:`extents_on_disks` (which
+The pieces are separate so that a server can pipeline them: :func:`parse_plane` (a plane from
+text parameters, for the command line and the HTTP API), :func:`extents_on_disks` (which
 extents a plane cuts on my disks), :class:`parvox.volume.ExtentReader` (read extents),
 :func:`extract_part` (extract and resample one extent's part), :func:`pack_parts` /
 :func:`unpack_parts` (one coalesced message) and :func:`merge_parts` (disjoint union); with
 zoom 1 the root writes pixels straight into the slice's rows (:func:`new_rows`,
 :func:`place_message`) instead of merging parts.
-:func:`extract_slice` runs them all on every rank of a communicator.
+:class:`SliceSource` holds one rank's store, disks and reader and puts the pieces together;
+:class:`SliceEngine` (one coalesced message per rank, :func:`extract_slice`) and the server's
+:class:`~parvox.server.SliceService` (a dataflow operation) are built on it.
 
 Examples
 --------
@@ -33,6 +36,7 @@ from parvox.slicing.extract import (
     reference_slice,
     unpack_parts,
 )
+from parvox.slicing.params import PLANE_PARAMS, parse_plane
 from parvox.slicing.plane import MAX_SIZE, MAX_ZOOM, Plane
 from parvox.slicing.resample import (
     Part,
@@ -43,15 +47,18 @@ from parvox.slicing.resample import (
     new_rows,
     place_rows,
 )
+from parvox.slicing.source import SliceSource
 
 __all__ = [
     "MAX_SIZE",
     "MAX_ZOOM",
+    "PLANE_PARAMS",
     "Part",
     "PartExtractor",
     "Plane",
     "SliceEngine",
     "SliceError",
+    "SliceSource",
     "SliceStats",
     "cut_extents",
     "extents_on_disks",
@@ -65,6 +72,7 @@ __all__ = [
     "message_request",
     "new_rows",
     "pack_parts",
+    "parse_plane",
     "place_message",
     "place_rows",
     "reference_slice",

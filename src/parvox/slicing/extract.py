@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from parvox.comm import ParvoxError, get_comm
-from parvox.slicing.extents import extents_on_disks, grid_ranges
+from parvox.errors import ParvoxError
+from parvox.slicing.extents import grid_ranges
 from parvox.slicing.plane import Plane
 from parvox.slicing.resample import (
     Part,
@@ -42,8 +42,9 @@ from parvox.slicing.resample import (
     new_rows,
     place_rows,
 )
+from parvox.slicing.source import SliceSource, as_key, extract_blocks, range_map
 from parvox.volume.cache import DEFAULT_CACHE_BYTES, ExtentReader
-from parvox.volume.config import DiskMap, resolve_disk_map
+from parvox.volume.config import DiskMap
 from parvox.volume.layout import Layout
 from parvox.volume.store import VolumeStore
 
@@ -84,26 +85,15 @@ def extract_parts(
     per process) the kernels, which release the GIL, run in its threads. Empty parts (the
     plane grazes an extent between samples) are dropped. With ``out`` (zoom 1: the slice's
     rows from :func:`~parvox.slicing.resample.new_rows`) the pixels are written there and
-    no parts are returned.
+    no parts are returned. :meth:`SliceSource.read_parts` is this with the source's reader.
     """
-    keys = [tuple(int(k) for k in key) for key in keys]
+    keys = [as_key(key) for key in keys]
     if not keys:
         return []
-    rng = grid_ranges(plane, layout, np.asarray(keys)) if ranges is None else ranges
-    ranges = dict(zip(keys, map(tuple, rng.T.tolist()), strict=True))
-    extractor = PartExtractor(layout, plane, out)
-    if pool is not None:
-        futures = [
-            pool.submit(extractor.extract, block, key, ranges[key])
-            for key, block in reader.read_many(keys)
-        ]
-        return [p for p in (f.result() for f in futures) if p.index.size]
-    parts = []
-    for key, block in reader.read_many(keys):
-        part = extractor.extract(block, key, ranges[key])
-        if part.index.size:
-            parts.append(part)
-    return parts
+    karr = np.asarray(keys, dtype=np.int64)
+    rng = grid_ranges(plane, layout, karr) if ranges is None else ranges
+    blocks = reader.read_many(keys)
+    return extract_blocks(PartExtractor(layout, plane, out), blocks, range_map(karr, rng), pool)
 
 
 def pack_parts(parts: list[Part], channels: int, request: int = 0) -> np.ndarray:
@@ -212,8 +202,11 @@ class SliceStats:
     seconds: float = 0.0
 
 
-class SliceEngine:
+class SliceEngine(SliceSource):
     """The slice extraction of one rank: its disks, its reader (thread pool + LRU cache).
+
+    A :class:`~parvox.slicing.source.SliceSource` whose :meth:`extract` is collective: every
+    rank reads and extracts the parts on its disks and sends them to the root in one message.
 
     Parameters
     ----------
@@ -240,50 +233,18 @@ class SliceEngine:
         evict: bool = False,
         compute_threads: int = 1,
     ) -> None:
-        self._own_store = not isinstance(store, VolumeStore)
-        # a rank checks only the files of its own disks (the others may be on other nodes)
-        self.store = store if isinstance(store, VolumeStore) else VolumeStore(store, disks=())
-        self.comm = get_comm(comm)
-        self.rank = self.comm.Get_rank()
-        meta = self.store.meta
-        self.disk_map = disk_map = resolve_disk_map(disk_map, meta.ndisks, self.comm.Get_size())
-        self.disks = disk_map.disks_of(self.rank)
-        self.store.check_files(self.disks)
-        self.layout = self.store.layout
-        self.channels = meta.channels
-        self.reader = ExtentReader(self.store, cache_bytes, threads, verify, evict)
-        if compute_threads < 1:
-            raise ValueError(f"compute_threads must be >= 1, got {compute_threads}")
-        self._pool = (
-            cf.ThreadPoolExecutor(compute_threads, thread_name_prefix="parvox-extract")
-            if compute_threads > 1 else None
-        )  # fmt: skip
+        super().__init__(
+            store, comm, disk_map, cache_bytes, threads, verify, evict, compute_threads
+        )
+        #: what this rank did for its last slice
         self.stats = SliceStats()
 
     def __enter__(self) -> SliceEngine:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Stop the reader threads (and close the store when the engine opened it)."""
-        self.reader.close()
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-        if self._own_store:
-            self.store.close()
-
-    def plane(self, **kwargs: Any) -> Plane:
-        """A :class:`Plane` with this volume's spacing (keyword arguments of ``Plane``)."""
-        kwargs.setdefault("spacing", self.store.meta.spacing)
-        if "normal" in kwargs:
-            return Plane.from_normal(**kwargs)
-        return Plane(**kwargs)
-
     def local_extents(self, plane: Plane) -> np.ndarray:
         """The extents ``plane`` cuts on this rank's disks, in read order."""
-        return extents_on_disks(plane, self.layout, self.disks)
+        return self.extents_by_rank(plane)[self.rank][0]
 
     def local_parts(self, plane: Plane, out: np.ndarray | None = None) -> list[Part]:
         """Read this rank's extents and extract their parts (I/O overlapping extraction).
@@ -292,10 +253,8 @@ class SliceEngine:
         pixels are written there instead of returned as parts.
         """
         t0 = time.perf_counter()
-        keys, rng = extents_on_disks(plane, self.layout, self.disks, return_ranges=True)
-        parts = extract_parts(
-            plane, self.reader, keys.tolist(), self.layout, rng, self._pool, out=out
-        )
+        keys, rng = self.extents_by_rank(plane)[self.rank]
+        parts = self.read_parts(plane, keys, rng, out=out)
         self.stats = SliceStats(len(keys), len(parts), 0, time.perf_counter() - t0)
         return parts
 
@@ -382,7 +341,7 @@ class SliceEngine:
         else:
             h, w = plane.size
             out = rows.reshape(h, w) if self.channels == 1 else rows.reshape(h, w, self.channels)
-        return out if raw else finish_slice(out, self.store.meta.dtype)
+        return out if raw else finish_slice(out, self.meta.dtype)
 
 
 def extract_slice(

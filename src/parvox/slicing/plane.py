@@ -44,6 +44,8 @@ from typing import Any
 
 import numpy as np
 
+from parvox.errors import ParameterError
+
 __all__ = ["MAX_SIZE", "MAX_ZOOM", "Plane"]
 
 MAX_SIZE = 8192
@@ -56,20 +58,24 @@ def _vec(value: Any, name: str) -> np.ndarray:
     except (TypeError, ValueError):
         raise TypeError(f"{name} must be three numbers (z, y, x), got {value!r}") from None
     if arr.shape != (3,):
-        raise ValueError(f"{name} must be three numbers (z, y, x), got {value!r}")
+        raise ParameterError(name, f"{name} must be three numbers (z, y, x), got {value!r}")
     if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must be finite, got {value!r}")
+        raise ParameterError(name, f"{name} must be finite, got {value!r}")
     return arr
 
 
-def _int(value: Any, name: str, lo: int, hi: int) -> int:
+def _triple(arr: np.ndarray) -> tuple[float, float, float]:
+    return float(arr[0]), float(arr[1]), float(arr[2])
+
+
+def _int(value: Any, param: str, name: str, lo: int, hi: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int | np.integer):
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         else:
             raise TypeError(f"{name} must be an integer, got {value!r}")
     if not lo <= value <= hi:
-        raise ValueError(f"{name} must be in [{lo}, {hi}], got {value}")
+        raise ParameterError(param, f"{name} must be in [{lo}, {hi}], got {value}")
     return int(value)
 
 
@@ -95,8 +101,12 @@ class Plane:
 
     Raises
     ------
-    ValueError, TypeError
-        On non-finite numbers, zero or parallel ``u``/``v``, sizes or zoom out of range.
+    ParameterError
+        Naming the parameter (:attr:`~parvox.errors.ParameterError.param`): non-finite
+        numbers, zero vectors, sizes, step or zoom out of range; ``"u,v"`` when ``u`` and
+        ``v`` are parallel.
+    TypeError
+        On values that are not numbers at all.
     """
 
     center: tuple[float, float, float]
@@ -110,32 +120,36 @@ class Plane:
     def __post_init__(self) -> None:
         spacing = _vec(self.spacing, "spacing")
         if np.any(spacing <= 0):
-            raise ValueError(f"spacing must be positive, got {self.spacing!r}")
+            raise ParameterError("spacing", f"spacing must be positive, got {self.spacing!r}")
         center = _vec(self.center, "center")
         u = _vec(self.u, "u") * spacing
         v = _vec(self.v, "v") * spacing
         nu, nv = np.linalg.norm(u), np.linalg.norm(v)
         if nu == 0:
-            raise ValueError("u must be a non-zero vector")
+            raise ParameterError("u", "u must be a non-zero vector")
         if nv == 0:
-            raise ValueError("v must be a non-zero vector")
+            raise ParameterError("v", "v must be a non-zero vector")
         u = u / nu
         v = v / nv
         v = v - np.dot(v, u) * u
         if np.linalg.norm(v) < 1e-6:
-            raise ValueError(f"u and v must not be parallel, got u={self.u!r}, v={self.v!r}")
+            raise ParameterError(
+                "u,v", f"u and v must not be parallel, got u={self.u!r}, v={self.v!r}"
+            )
         v = v / np.linalg.norm(v)
         if not isinstance(self.size, Sequence) or len(self.size) != 2:
-            raise ValueError(f"size must be (H, W), got {self.size!r}")
-        h = _int(self.size[0], "size[0] (H)", 1, MAX_SIZE)
-        w = _int(self.size[1], "size[1] (W)", 1, MAX_SIZE)
-        zoom = _int(self.zoom, "zoom", 1, MAX_ZOOM)
+            raise ParameterError("size", f"size must be (H, W), got {self.size!r}")
+        h = _int(self.size[0], "size", "size[0] (H)", 1, MAX_SIZE)
+        w = _int(self.size[1], "size", "size[1] (W)", 1, MAX_SIZE)
+        zoom = _int(self.zoom, "zoom", "zoom", 1, MAX_ZOOM)
         step = float(spacing.min()) if self.step is None else self.step
         if isinstance(step, bool) or not isinstance(step, int | float | np.floating):
             raise TypeError(f"step must be a number, got {step!r}")
         step = float(step)
         if not math.isfinite(step) or step <= 0:
-            raise ValueError(f"step must be a positive finite number of mm, got {step!r}")
+            raise ParameterError(
+                "step", f"step must be a positive finite number of mm, got {step!r}"
+            )
         object.__setattr__(self, "center", tuple(float(c) for c in center))
         object.__setattr__(self, "u", tuple(float(c) + 0.0 for c in u))  # no -0.0
         object.__setattr__(self, "v", tuple(float(c) + 0.0 for c in v))
@@ -165,25 +179,30 @@ class Plane:
         """
         sp = _vec(spacing, "spacing")
         if np.any(sp <= 0):
-            raise ValueError(f"spacing must be positive, got {spacing!r}")
+            raise ParameterError("spacing", f"spacing must be positive, got {spacing!r}")
         n = _vec(normal, "normal") * sp
         if np.linalg.norm(n) == 0:
-            raise ValueError("normal must be a non-zero vector")
+            raise ParameterError("normal", "normal must be a non-zero vector")
         n = n / np.linalg.norm(n)
         if up is None:
             upv = np.array([0.0, -1.0, 0.0]) if abs(n[0]) > 0.9 else np.array([-1.0, 0.0, 0.0])
         else:
             upv = _vec(up, "up") * sp
             if np.linalg.norm(upv) == 0:
-                raise ValueError("up must be a non-zero vector")
+                raise ParameterError("up", "up must be a non-zero vector")
             upv = upv / np.linalg.norm(upv)
         down = -(upv - np.dot(upv, n) * n)
         if np.linalg.norm(down) < 1e-6:
-            raise ValueError(f"up must not be parallel to normal, got up={up!r}, normal={normal!r}")
+            raise ParameterError(
+                "up", f"up must not be parallel to normal, got up={up!r}, normal={normal!r}"
+            )
         down = down / np.linalg.norm(down)
         right = np.cross(n, down)
         # back to voxel-index directions; the constructor re-applies the spacing
-        return cls(center, tuple(right / sp), tuple(down / sp), size, step, zoom, tuple(sp))
+        return cls(
+            _triple(_vec(center, "center")), _triple(right / sp), _triple(down / sp), size, step,
+            zoom, _triple(sp),
+        )  # fmt: skip
 
     # -- derived geometry ------------------------------------------------------------------
     @property

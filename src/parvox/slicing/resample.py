@@ -237,7 +237,8 @@ def extract_part(
         Possibly empty when the plane only grazes the extent between samples.
     """
     if ranges is None:
-        ranges = tuple(int(r[0]) for r in grid_ranges(plane, layout, np.asarray([key])))
+        k0, k1, l0, l1 = (int(r[0]) for r in grid_ranges(plane, layout, np.asarray([key])))
+        ranges = (k0, k1, l0, l1)
     return PartExtractor(layout, plane, out).extract(block, key, ranges)
 
 

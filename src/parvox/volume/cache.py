@@ -205,10 +205,16 @@ class ExtentReader:
         todo = zip(misses, where, strict=True)
         running: set[cf.Future[np.ndarray]] = set()
 
+        pool = self._pool
+
         def submit(key: Key, at: tuple[int, int]) -> None:
-            fut = self._pool.submit(self._read, key, at)  # type: ignore[union-attr]
+            fut = pool.submit(self._read, key, at)
             running.add(fut)
-            fut.add_done_callback(lambda f, key=key: done.put((key, f)))
+
+            def finished(f: cf.Future[np.ndarray], key: Key = key) -> None:
+                done.put((key, f))
+
+            fut.add_done_callback(finished)
 
         try:
             for key, at in itertools.islice(todo, 2 * self.threads):

@@ -33,6 +33,7 @@ import dataclasses
 import functools
 import math
 from collections.abc import Iterator, Sequence
+from typing import TypeVar
 
 import numpy as np
 
@@ -79,7 +80,11 @@ def _triple(value: Sequence[int], name: str) -> tuple[int, int, int]:
         raise ValueError(f"{name} must be three integers (z, y, x), got {value!r}")
     if min(vals) < 1:
         raise ValueError(f"{name} must be positive, got {value!r}")
-    return vals  # type: ignore[return-value]
+    return vals[0], vals[1], vals[2]
+
+
+#: extent indices: Python ints, or arrays of them (the index methods vectorise)
+IndexT = TypeVar("IndexT", int, np.ndarray)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,16 +160,16 @@ class Layout:
         nz, ny, _ = self.nextents
         return nz * ny * self.per_row
 
-    def disk_of(self, kz: int, ky: int, kx: int) -> int:
+    def disk_of(self, kz: IndexT, ky: IndexT, kx: IndexT) -> IndexT:
         """Disk of extent ``(kz, ky, kx)`` (seed eq. 1); vectorises over arrays."""
         return (kz * self.offset_z + ky * self.offset_y + kx) % self.ndisks
 
-    def slot_of(self, kz: int, ky: int, kx: int) -> int:
+    def slot_of(self, kz: IndexT, ky: IndexT, kx: IndexT) -> IndexT:
         """Slot (LocalExtentIndex) of extent ``(kz, ky, kx)`` in its disk (seed eq. 2)."""
         per_row = self.per_row
         return kz * (self.nextents[1] * per_row) + ky * per_row + kx // self.ndisks
 
-    def linear_index(self, kz: int, ky: int, kx: int) -> int:
+    def linear_index(self, kz: IndexT, ky: IndexT, kx: IndexT) -> IndexT:
         """Row-major index of the extent in the extent grid; vectorises over arrays."""
         _, ny, nx = self.nextents
         return (kz * ny + ky) * nx + kx

@@ -60,7 +60,7 @@ class Phantom:
         shape = tuple(int(s) for s in shape)
         if len(shape) != 3 or min(shape) < 1:
             raise ValueError(f"shape must be three positive integers (z, y, x), got {shape!r}")
-        self.shape: tuple[int, int, int] = shape  # type: ignore[assignment]
+        self.shape: tuple[int, int, int] = (shape[0], shape[1], shape[2])
         self.rgb = bool(rgb)
         self.channels = 3 if rgb else 1
         self.dtype = np.dtype(np.uint8)

@@ -68,7 +68,7 @@ class ArraySource:
         else:
             raise ValueError(f"source must be (z, y, x) or (z, y, x, 3), got shape {shape}")
         self.array = array
-        self.shape: tuple[int, int, int] = shape[:3]  # type: ignore[assignment]
+        self.shape: tuple[int, int, int] = (shape[0], shape[1], shape[2])
         self.dtype = store_dtype(array.dtype)
         if self.channels == 3 and self.dtype != np.uint8:
             raise ValueError(f"RGB sources must be uint8, got {array.dtype}")
@@ -99,7 +99,7 @@ class _TiffFolder:
             raise ValueError(f"TIFF slices must be 2-D or RGB, {self.files[0]} has {first.shape}")
         self.shape = (len(self.files), int(first.shape[0]), int(first.shape[1]))
         self.dtype = store_dtype(first.dtype)
-        self.spacing = None
+        self.spacing: tuple[float, float, float] | None = None
 
     def read_slab(self, z0: int, z1: int) -> np.ndarray:
         import tifffile
@@ -117,15 +117,16 @@ class _NiftiSource:
     def __init__(self, path: Path) -> None:
         import nibabel
 
-        img = nibabel.load(str(path))
+        img: Any = nibabel.load(str(path))  # an image with a shape (nibabel's types do not say)
         if len(img.shape) != 3:
             raise ValueError(f"NIfTI source must be 3-D, {path} has shape {img.shape}")
         self.img = img
-        self.shape = tuple(int(s) for s in img.shape[::-1])
+        nx, ny, nz = (int(s) for s in img.shape)
+        self.shape: tuple[int, int, int] = (nz, ny, nx)
         self.dtype = store_dtype(img.get_data_dtype())
         self.channels = 1
-        zooms = img.header.get_zooms()[:3]
-        self.spacing = tuple(round(float(z), 6) for z in zooms[::-1])  # float32 header
+        sx, sy, sz = (round(float(z), 6) for z in img.header.get_zooms()[:3])  # float32 header
+        self.spacing: tuple[float, float, float] | None = (sz, sy, sx)
 
     def read_slab(self, z0: int, z1: int) -> np.ndarray:
         block = np.asarray(self.img.dataobj[:, :, z0:z1])
@@ -144,7 +145,7 @@ def open_source(
         When the path does not exist or its kind is not recognised.
     """
     if hasattr(source, "read_slab"):
-        return source  # type: ignore[no-any-return]
+        return source
     if not isinstance(source, str | os.PathLike):
         return ArraySource(source, spacing)
     path = Path(source)
@@ -158,6 +159,7 @@ def open_source(
     if name.endswith((".tif", ".tiff")):
         import tifffile
 
+        arr: np.ndarray
         try:
             arr = tifffile.memmap(path, mode="r")
         except ValueError:  # compressed or not contiguous

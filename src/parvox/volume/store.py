@@ -109,7 +109,7 @@ def _triple_float(value: Sequence[float], name: str) -> tuple[float, float, floa
     vals = tuple(float(v) for v in value)
     if len(vals) != 3 or not all(np.isfinite(vals)) or min(vals) <= 0:
         raise ValueError(f"{name} must be three positive finite numbers (z, y, x), got {value!r}")
-    return vals  # type: ignore[return-value]
+    return vals[0], vals[1], vals[2]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -388,7 +388,7 @@ class VolumeStore:
         """
         disk, offset = self.locate(kz, ky, kx) if where is None else where
         buf = np.empty(self.meta.slot_bytes, dtype=np.uint8)
-        got = os.preadv(self.fd(disk), [buf], offset)
+        got = os.preadv(self.fd(disk), [buf.data], offset)
         extent = (kz, ky, kx)
         if got != buf.size:
             raise ChecksumError(disk, extent, self.file_path(disk), f"short read ({got} bytes)")
@@ -505,7 +505,7 @@ class StoreWriter:
         index = int(self.layout.linear_index(kz, ky, kx))
         trailer = _TRAILER.pack(_MAGIC, checksum(data, index), index)
         offset = int(self.layout.slot_of(kz, ky, kx)) * self.meta.slot_bytes
-        n = os.pwritev(fd, [data, trailer], offset)
+        n = os.pwritev(fd, [data.data, trailer], offset)
         if n != self.meta.slot_bytes:
             raise StoreError(f"short write of extent {(kz, ky, kx)} to disk {disk}")
 

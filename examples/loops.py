@@ -1,6 +1,6 @@
 """Dynamic loop scheduling (DODYN): uneven work items balanced over ranks by a master/worker loop.
 
-Run with ``mpiexec -n 3 python examples/dynamic_schedule.py``.
+Run with ``mpiexec -n 3 python examples/loops.py``.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import time
 from mpi4py import MPI
 
 from parvox.comm import Timers
-from parvox.schedule import dodyn, dopar
+from parvox.loops import dodyn, dopar
 
 
 def work(i: int) -> int:

@@ -1,5 +1,8 @@
 """Loop scheduling: static split loops (DOPAR) and dynamic master/worker chunks (DODYN).
 
+(The communication schedules of the collectives, rounds of sends and receives, are another
+thing: :mod:`parvox.collectives.schedule`.)
+
 Examples
 --------
 >>> list(dopar(10))                   # one rank: the whole range

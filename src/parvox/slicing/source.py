@@ -1,0 +1,230 @@
+"""One rank's access to a striped store for slicing: what every slice engine is built on.
+
+A :class:`SliceSource` opens the store for this rank (checking only the data files of the disks
+it serves), resolves the configuration map, owns the extent reader (I/O threads, LRU cache,
+checksums) and, optionally, a pool of compute threads. It answers the three questions of the
+seed's ExtractSlice operation:
+
+* :meth:`SliceSource.extents_by_rank` -- which extents a plane cuts, grouped by the rank that
+  serves their disk, each group in (disk, slot) read order, with their sample ranges;
+* :meth:`SliceSource.parts_of` -- the parts of read extents (the compiled kernel, possibly in
+  the compute threads), dropping empty ones;
+* :meth:`SliceSource.read_parts` -- both for a list of extents, extraction overlapping the
+  reads.
+
+:class:`~parvox.slicing.SliceEngine` (``parvox slice``: one coalesced message per rank) and
+:class:`~parvox.server.SliceService` (the server's dataflow operation) are its two front ends,
+so a fix to how a slice is cut, read or resampled lands in both.
+
+Examples
+--------
+>>> import numpy as np, tempfile, os
+>>> from mpi4py import MPI
+>>> from parvox.volume import ingest_array
+>>> vol = np.arange(16 * 16 * 16, dtype=np.float32).reshape(16, 16, 16)
+>>> path = ingest_array(vol, os.path.join(tempfile.mkdtemp(), "v"), extent=(8, 8, 8),
+...                     ndisks=2, progress=False)
+>>> with SliceSource(path, comm=MPI.COMM_SELF) as source:
+...     plane = source.plane(center=(7.5, 7.5, 7.5), normal=(1, 0, 0), size=(16, 16))
+...     (keys, ranges), = source.extents_by_rank(plane)
+...     parts = source.read_parts(plane, keys, ranges)
+>>> len(keys), sum(p.index.size for p in parts)
+(4, 256)
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import os
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from parvox.comm import get_comm
+from parvox.slicing.extents import cut_extents
+from parvox.slicing.plane import Plane
+from parvox.slicing.resample import Part, PartExtractor
+from parvox.volume.cache import DEFAULT_CACHE_BYTES, ExtentReader
+from parvox.volume.config import DiskMap, resolve_disk_map
+from parvox.volume.store import VolumeStore
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
+
+__all__ = ["Key", "SliceSource", "as_key", "extract_blocks", "range_map"]
+
+#: an extent index ``(kz, ky, kx)``
+Key = tuple[int, int, int]
+
+
+def as_key(values: Iterable[Any]) -> Key:
+    """An extent index as a tuple of three Python ints (a cache key).
+
+    Examples
+    --------
+    >>> as_key(np.array([1, 2, 3]))
+    (1, 2, 3)
+    """
+    kz, ky, kx = (int(k) for k in values)
+    return kz, ky, kx
+
+
+def extract_blocks(
+    extractor: PartExtractor,
+    blocks: Iterable[tuple[Key, np.ndarray]],
+    ranges: dict[Key, tuple[int, int, int, int]],
+    pool: cf.Executor | None = None,
+) -> list[Part]:
+    """The non-empty parts of ``blocks`` (``(key, block)`` pairs in any order).
+
+    ``ranges`` maps each key to its sample ranges (``grid_ranges``). With ``pool`` the
+    kernels (which release the GIL) run in its threads while ``blocks`` is still being read.
+    """
+    if pool is not None:
+        futures = [pool.submit(extractor.extract, block, key, ranges[key]) for key, block in blocks]
+        return [p for p in (f.result() for f in futures) if p.index.size]
+    parts = []
+    for key, block in blocks:
+        part = extractor.extract(block, key, ranges[key])
+        if part.index.size:
+            parts.append(part)
+    return parts
+
+
+def range_map(keys: np.ndarray, ranges: np.ndarray) -> dict[Key, tuple[int, int, int, int]]:
+    """``{key: (k0, k1, l0, l1)}`` from ``(n, 3)`` keys and their ``(4, n)`` sample ranges.
+
+    Examples
+    --------
+    >>> range_map(np.array([[0, 1, 2]]), np.array([[0], [4], [1], [3]]))
+    {(0, 1, 2): (0, 4, 1, 3)}
+    """
+    out = {}
+    for key, rng in zip(np.asarray(keys).tolist(), np.asarray(ranges).T.tolist(), strict=True):
+        k0, k1, l0, l1 = (int(r) for r in rng)
+        out[as_key(key)] = (k0, k1, l0, l1)
+    return out
+
+
+class SliceSource:
+    """This rank's store, disks and extent reader (collective only through the store's files).
+
+    Parameters
+    ----------
+    store : VolumeStore or path
+        A path is opened here (and closed by :meth:`close`); a rank checks only the data
+        files of the disks it serves, since the others may live on other nodes.
+    comm : MPI communicator, optional
+        World by default; its rank count must match ``disk_map``.
+    disk_map : DiskMap, optional
+        Which rank serves which disks; round-robin by default.
+    cache_bytes, threads, verify, evict
+        Passed to :class:`parvox.volume.ExtentReader`.
+    compute_threads : int
+        Threads running the extraction kernels (1: in the calling thread).
+    """
+
+    def __init__(
+        self,
+        store: VolumeStore | str | os.PathLike[str],
+        comm: MPI.Intracomm | None = None,
+        disk_map: DiskMap | None = None,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+        threads: int = 1,
+        verify: bool = True,
+        evict: bool = False,
+        compute_threads: int = 1,
+    ) -> None:
+        if compute_threads < 1:
+            raise ValueError(f"compute_threads must be >= 1, got {compute_threads}")
+        self.comm = get_comm(comm)
+        self.rank = self.comm.Get_rank()
+        self.nranks = self.comm.Get_size()
+        self._own_store = not isinstance(store, VolumeStore)
+        self.store = store if isinstance(store, VolumeStore) else VolumeStore(store, disks=())
+        try:
+            self.meta = self.store.meta
+            self.layout = self.store.layout
+            self.channels = self.meta.channels
+            self.disk_map = resolve_disk_map(disk_map, self.meta.ndisks, self.nranks)
+            self.disks = self.disk_map.disks_of(self.rank)
+            self.store.check_files(self.disks)
+            self._owner = np.asarray(self.disk_map.owner, dtype=np.int64)
+            self.reader = ExtentReader(self.store, cache_bytes, threads, verify, evict)
+        except BaseException:
+            if self._own_store:
+                self.store.close()
+            raise
+        self._pool = (
+            cf.ThreadPoolExecutor(compute_threads, thread_name_prefix="parvox-extract")
+            if compute_threads > 1 else None
+        )  # fmt: skip
+
+    def __enter__(self) -> SliceSource:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the reader and compute threads (and close the store when this opened it)."""
+        self.reader.close()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+        if self._own_store:
+            self.store.close()
+
+    def plane(self, **kwargs: Any) -> Plane:
+        """A :class:`Plane` with this volume's spacing (``normal=`` selects the normal form)."""
+        kwargs.setdefault("spacing", self.meta.spacing)
+        if "normal" in kwargs:
+            return Plane.from_normal(**kwargs)
+        return Plane(**kwargs)
+
+    def extents_by_rank(self, plane: Plane) -> list[tuple[np.ndarray, np.ndarray]]:
+        """For every rank, the extents ``plane`` cuts on its disks and their sample ranges.
+
+        Returns
+        -------
+        list of (keys, ranges)
+            Entry ``r``: ``(n, 3)`` int64 keys in (disk, slot) read order and their ``(4, n)``
+            sample ranges (:func:`~parvox.slicing.grid_ranges`).
+        """
+        keys, ranges = cut_extents(plane, self.layout, return_ranges=True)
+        kz, ky, kx = keys[:, 0], keys[:, 1], keys[:, 2]
+        disk = self.layout.disk_of(kz, ky, kx)
+        order = np.lexsort((self.layout.slot_of(kz, ky, kx), disk))
+        keys, ranges, owner = keys[order], ranges[:, order], self._owner[disk[order]]
+        return [(keys[owner == r], ranges[:, owner == r]) for r in range(self.nranks)]
+
+    def parts_of(
+        self,
+        plane: Plane,
+        blocks: Iterable[tuple[Key, np.ndarray]],
+        ranges: dict[Key, tuple[int, int, int, int]],
+        out: np.ndarray | None = None,
+    ) -> list[Part]:
+        """The non-empty parts of read ``blocks`` (see :func:`extract_blocks`).
+
+        With ``out`` (zoom 1: the slice's rows from :func:`~parvox.slicing.new_rows`) the
+        pixels are written there and no parts are returned.
+        """
+        return extract_blocks(PartExtractor(self.layout, plane, out), blocks, ranges, self._pool)
+
+    def read(self, keys: Iterable[Key]) -> list[tuple[Key, np.ndarray]]:
+        """Read ``keys`` (through the cache); ``(key, block)`` pairs in completion order."""
+        return list(self.reader.read_many([as_key(k) for k in keys]))
+
+    def read_parts(
+        self, plane: Plane, keys: np.ndarray, ranges: np.ndarray, out: np.ndarray | None = None
+    ) -> list[Part]:
+        """Read ``keys`` and extract each extent's part as soon as it is read.
+
+        ``keys`` and ``ranges`` are one entry of :meth:`extents_by_rank`; ``out`` as in
+        :meth:`parts_of`.
+        """
+        if not len(keys):
+            return []
+        blocks = self.reader.read_many([as_key(k) for k in np.asarray(keys).tolist()])
+        return self.parts_of(plane, blocks, range_map(keys, ranges), out)
