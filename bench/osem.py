@@ -13,7 +13,10 @@ in a rotating order (the machine is shared; figures are medians over rounds):
 - ``blocking ring``: the same with parvox's pipelined ring allreduce;
 - ``overlap test``: Fig. 3, parvox's ring ``iallreduce`` progressed by ``4 x P`` test calls
   spread over reading and ray tracing the next subset;
-- ``overlap thread``: the same progressed by parvox's progress thread.
+- ``overlap thread``: the same progressed by parvox's progress thread;
+- ``overlap test 16P``: ``16 x P`` test calls. The seed ran 8-32 nodes (32-128 tests over
+  InfiniBand); at 2 ranks ``4 x P`` is 8 calls, fewer than the ring's rounds of segments, and
+  a shared-memory transfer only moves inside MPI calls, so the rest is left to ``wait``.
 
 It prints the projector throughput (LORs per second per core, every rank busy, Joseph and
 Siddon, forward and back), the per-subset read / trace / back-projection / communication
@@ -21,12 +24,13 @@ times, the communication overhead of each configuration (seed 000's Fig. 5b), eq
 (``t_read(m_s/P) + t_A(m_s)/P`` with ``t_A(m_s)`` timed on one rank alone) against the
 measured overlap time, saves a bar chart of the overheads under ``bench/results/osem/``, and
 ends with ``ratio: overlap/blocking communication overhead = X`` (overlap test over blocking
-MPI). Images are checked: both ring configurations equal bit for bit, MPI's to rounding.
+MPI; the 16P and thread variants are printed against both blocking peers just above it).
+Images are checked: both ring configurations equal bit for bit, MPI's to rounding.
 
 Usage::
 
     python bench/osem.py --quick     # 15 000 events per subset, 1 round; under a minute
-    python bench/osem.py             # 40 000 events per subset, 2 rounds; about a minute
+    python bench/osem.py             # 40 000 events per subset, 2 rounds; a few minutes
 """
 
 from __future__ import annotations
@@ -47,15 +51,18 @@ RESULTS = Path(__file__).resolve().parent / "results" / "osem"
 SHAPE = (280, 150, 150)
 VOXEL = 0.5
 SUBSETS = 10
-CONFIGS = {  # name -> osem keywords
+CONFIGS: dict[str, dict[str, Any]] = {  # name -> osem keywords
     "blocking MPI": {"mode": "blocking", "algorithm": "native"},
     "blocking ring": {"mode": "blocking", "algorithm": "ring"},
     "overlap test": {"mode": "overlap", "algorithm": "ring", "progress": "test"},
     "overlap thread": {"mode": "overlap", "algorithm": "ring", "progress": "thread"},
-    # not run by default (--configs): 32 test calls per subset instead of the seed's 4 x P
-    "overlap test 32": {"mode": "overlap", "algorithm": "ring", "progress": "test", "tests": 32},
+    # 16 x P test calls per subset instead of the seed's 4 x P ("tests" is per rank count)
+    "overlap test 16P": {"mode": "overlap", "algorithm": "ring", "progress": "test", "tests": 16},
 }
-DEFAULT_CONFIGS = ("blocking MPI", "blocking ring", "overlap test", "overlap thread")
+#: configurations whose "tests" is a multiple of the rank count
+_TESTS_PER_RANK = ("overlap test 16P",)
+DEFAULT_CONFIGS = ("blocking MPI", "blocking ring", "overlap test", "overlap thread",
+                   "overlap test 16P")
 PHASES = ("read", "trace", "backproject", "allreduce", "start", "test", "wait", "update",
           "overlap", "subset")
 _ONE_THREAD = {name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
@@ -75,7 +82,7 @@ def _data(events_per_subset: int, comm: Any) -> Any:
     from parvox.recon import Acquisition, ImageGrid, make_phantom, simulate_acquisition
 
     scanner = bench_scanner()
-    grid = ImageGrid(SHAPE, VOXEL)
+    grid = ImageGrid(SHAPE, (VOXEL, VOXEL, VOXEL))
     directory = RESULTS / f"data-{events_per_subset}"
     ok = None
     if comm.Get_rank() == 0:
@@ -177,9 +184,12 @@ def worker(events_per_subset: int, repeats: int, configs: list[str], report: str
         for name in configs[r % len(configs):] + configs[: r % len(configs)]:
             comm.Barrier()
             t0 = time.perf_counter()
+            kw: dict[str, Any] = dict(CONFIGS[name])
+            if name in _TESTS_PER_RANK:
+                kw["tests"] = int(kw["tests"]) * comm.Get_size()
             result = osem(acq.events, acq.scanner, acq.grid, sens, subsets=SUBSETS,
                           iterations=1, method="joseph", row_memory=4 << 30, comm=comm,
-                          progress_bar=comm.Get_rank() == 0, **CONFIGS[name])
+                          progress_bar=comm.Get_rank() == 0, **kw)
             wall = comm.allreduce(time.perf_counter() - t0, op=MPI.MAX)
             runs[name].append({"wall": wall, "mean": result.mean.seconds.tolist(),
                                "comm": result.communication_overhead(),
@@ -187,7 +197,7 @@ def worker(events_per_subset: int, repeats: int, configs: list[str], report: str
             images.setdefault(name, result.image)
     checks = {}
     if "blocking ring" in images:
-        for name in ("overlap test", "overlap thread"):
+        for name in ("overlap test", "overlap thread", "overlap test 16P"):
             if name in images:
                 checks[f"{name} == blocking ring"] = bool(
                     np.array_equal(images[name], images["blocking ring"]))
@@ -330,6 +340,10 @@ def report_figures(figures: dict[str, Any], events: int, repeats: int, ranks: in
     if "blocking MPI" in rows and "blocking ring" in rows and "overlap test" in rows:
         b, r_, o = (rows[n]["total"] for n in ("blocking MPI", "blocking ring", "overlap test"))
         print(f"overlap/blocking ring = {o / r_:.3f}; blocking ring/blocking MPI = {r_ / b:.3f}")
+        for name in ("overlap thread", "overlap test 16P"):
+            if name in rows:
+                print(f"{name}: overhead / blocking MPI = {rows[name]['total'] / b:.3f}, "
+                      f"/ blocking ring = {rows[name]['total'] / r_:.3f}")
         print(f"ratio: overlap/blocking communication overhead = {o / b:.3f}")
 
 
