@@ -3,13 +3,17 @@ against a Monte Carlo of the simulation (parallel runs: test_parallel.py)."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
 from parvox.recon import (
+    MU_WATER,
     ImageGrid,
     ListModeFile,
     Scanner,
+    cached_sensitivity,
     make_phantom,
     read_header,
     sensitivity,
@@ -36,6 +40,30 @@ def test_sensitivity_is_the_detected_fraction_of_a_simulation(tmp_path):
         measured = r.trues / r.decays
         assert predicted == pytest.approx(measured, rel=0.02)
     assert predicted < 0.9 * float((act * sensitivity(s, g)).sum() / act.sum())  # attenuation
+
+
+def test_sensitivity_is_cached_beside_the_data(tmp_path):
+    a, path, hit = cached_sensitivity(tmp_path, SCANNER, GRID)
+    assert not hit and os.path.dirname(path) == str(tmp_path) and os.path.isfile(path)
+    np.testing.assert_array_equal(a, sensitivity(SCANNER, GRID))
+    again, path_again, hit = cached_sensitivity(tmp_path, SCANNER, GRID)
+    assert hit and path_again == path
+    np.testing.assert_array_equal(again, a)
+    # another projector or attenuation map is another image, cached under another name
+    mu = np.full(GRID.shape, MU_WATER, np.float32)
+    for kw in ({"method": "siddon"}, {"mu": mu}):
+        b, other, hit = cached_sensitivity(tmp_path, SCANNER, GRID, **kw)
+        assert not hit and other != path
+        np.testing.assert_array_equal(b, sensitivity(SCANNER, GRID, **kw))
+    # a file that does not fit the grid is recomputed and replaced
+    np.save(path, np.zeros((2, 2, 2)))
+    fixed, _, hit = cached_sensitivity(tmp_path, SCANNER, GRID)
+    assert not hit
+    np.testing.assert_array_equal(fixed, a)
+    assert np.load(path).shape == GRID.shape
+    names = os.listdir(tmp_path)  # three images, no temporary file left behind
+    assert len(names) == 3 and all(n.startswith("sensitivity-") and n.endswith(".npy")
+                                   for n in names)
 
 
 def test_list_mode_files_are_checked(tmp_path):
