@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from parvox.errors import AllRanksValueError
 from parvox.recon import (
     MU_WATER,
     ImageGrid,
@@ -63,7 +64,11 @@ def test_osem_rejects_bad_input(tmp_path):
             osem(path, MICRO, MGRID, sens, **kw)
     with pytest.raises(ValueError, match="sensitivity"):
         osem(path, MICRO, MGRID, np.ones((2, 2, 2)))
-    with pytest.raises(ValueError, match="detectors"):
+    with pytest.raises(AllRanksValueError, match="detectors") as info:
         osem(path, Scanner.preset("tiny"), MGRID, sens)
+    assert info.value.param == "events"
+    with pytest.raises(AllRanksValueError, match="empty") as info:  # 4 subsets of 3 events
+        osem(path, MICRO, MGRID, sens, subsets=4)
+    assert info.value.param == "subsets"
     with pytest.raises(TypeError, match="dtype"):
         osem(path, MICRO, MGRID, sens, dtype=np.int32)

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from parvox.comm import get_comm, private_comm
-from parvox.recon._errors import collective_error
+from parvox.errors import AllRanksValueError
 from parvox.recon.geometry import ImageGrid
 from parvox.recon.phantoms import Phantom, Region
 from parvox.recon.scanner import Scanner
@@ -165,7 +165,7 @@ def simulate_acquisition(
             error = f"{d}: cannot write the acquisition: {exc.strerror}"
     error = pc.bcast(error, root=0)
     if error is not None:
-        raise collective_error(error, param="OUT")
+        raise AllRanksValueError(error, param="OUT")
     kwargs = {} if chunk_size is None else {"chunk_size": chunk_size}
     result = simulate(phantom.activity, grid, scanner, os.path.join(d, "events.lm"),
                       counts=counts, seed=seed, mu=phantom.mu if attenuation else None,

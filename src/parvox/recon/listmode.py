@@ -41,7 +41,7 @@ import numpy as np
 
 from parvox.comm import get_comm, private_comm
 from parvox.decomposition import split_extent
-from parvox.recon._errors import collective_error
+from parvox.errors import AllRanksValueError
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -133,7 +133,7 @@ class ListModeFile:
                 error = str(exc)
         header, error = pc.bcast((header, error), root=0)
         if error is not None:
-            raise collective_error(error, param="events")
+            raise AllRanksValueError(error, param="events")
         assert header is not None
         self.header = header
         self.n_events = int(header["n_events"])

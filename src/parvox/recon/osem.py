@@ -48,7 +48,7 @@ import numpy as np
 
 from parvox import collectives
 from parvox.comm import get_comm, private_comm
-from parvox.recon._errors import collective_error
+from parvox.errors import AllRanksValueError
 from parvox.recon.geometry import ImageGrid
 from parvox.recon.listmode import ListModeFile, subset_range
 from parvox.recon.projectors import (
@@ -235,12 +235,12 @@ def osem(
     n_tests = 4 * size if tests is None else tests
     with ListModeFile(events, comm=c) as lm:
         if lm.n_detectors != scanner.n_detectors:
-            raise collective_error(
+            raise AllRanksValueError(
                 f"events: {events} was recorded by a scanner of {lm.n_detectors} detectors, "
                 f"not {scanner.n_detectors}", param="events")
         m = lm.n_events
         if m < subsets:
-            raise collective_error(f"subsets: {subsets} subsets of {m} events leave some empty",
+            raise AllRanksValueError(f"subsets: {subsets} subsets of {m} events leave some empty",
                                    param="subsets")
         engine = _Engine(lm, scanner, grid, method, dt, chunk, rank, size, subsets)
         steps = [(it, sub) for it in range(iterations) for sub in range(subsets)]
