@@ -49,6 +49,7 @@ SUBCOMMANDS: dict[str, str] = {
     "label": "parvox.cli.label",
     "phantom": "parvox.cli.phantom",
     "pyramid": "parvox.cli.pyramid",
+    "recon": "parvox.cli.recon",
     "serve": "parvox.cli.serve",
     "slice": "parvox.cli.slice",
     "spmd": "parvox.cli.spmd",

@@ -1,0 +1,400 @@
+"""List-mode OSEM with projection-space decomposition and an overlapped image allreduce.
+
+Listing 1.1 of seed 000, with ``s`` subsets and the subset's share of the sensitivity::
+
+    f_{l+1} = f_l / (a m_l / m) * sum_{i in S_l} A_i^T (1 / (A_i f_l))
+
+``S_l`` is the ``l``-th contiguous ``1/s`` of the event list (``m_l`` events of ``m``), so its
+sensitivity is ``a m_l / m``. PSD: rank ``j`` of ``P`` reads its ``m_l / P`` events of each
+subset and computes its part ``c_l,j`` of the sum; the parts are summed over ranks and every
+rank updates the whole image.
+
+``mode="blocking"`` (seed 000's Fig. 2), per subset: (1) read the rank's events; (2) compute
+their rows ``A_i`` on the fly and ``c_l,j``; (3) allreduce; (4) update.
+
+``mode="overlap"`` (Fig. 3): the rows of the first subset are computed before the loop; then,
+per subset: (2) compute ``c_l,j`` from the rows in memory; (3) start a non-blocking allreduce
+of ``c_l``; (4) read subset ``l + 1`` and compute its rows while the allreduce runs (for
+every subset but the last); (5) wait; (6) update. Rows beyond ``row_memory`` bytes are not
+kept: those events are traced in step 2 of their subset instead. Progress comes from
+``tests`` test calls spread over step 4 (seed 000's ``4 x P`` ``NBC_Test``) or from the
+progress thread (``progress="thread"``).
+
+Both modes and every ``row_memory`` give the same image bit for bit: the rows are traced by
+the same kernel in the same event order, and the same reduction schedule sums them. Rank
+counts agree to rounding (the sums are grouped differently).
+
+Examples
+--------
+>>> import os, tempfile
+>>> from parvox.recon import ImageGrid, Scanner, make_phantom, simulate, sensitivity
+>>> s, g = Scanner.preset("tiny"), ImageGrid((8, 16, 16), (3.0, 2.5, 2.5))
+>>> path = os.path.join(tempfile.mkdtemp(), "events.lm")
+>>> _ = simulate(make_phantom("iec", g).activity, g, s, path, counts=20000, seed=2)
+>>> a = sensitivity(s, g)
+>>> r = osem(path, s, g, a, subsets=2, iterations=1)
+>>> r.image.shape, r.events, bool(r.image.max() > 0)
+((8, 16, 16), 4872, True)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from parvox import collectives
+from parvox.comm import get_comm, private_comm
+from parvox.errors import AllRanksValueError
+from parvox.recon.geometry import ImageGrid
+from parvox.recon.listmode import ListModeFile, subset_range
+from parvox.recon.projectors import (
+    RowArena,
+    Rows,
+    em_update,
+    parse_method,
+    trace_row_blocks,
+)
+from parvox.recon.scanner import Scanner
+from parvox.recon.timing import SubsetTimes, eq2
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
+
+__all__ = ["MODES", "PROGRESS", "OSEMResult", "osem"]
+
+MODES = ("overlap", "blocking")
+PROGRESS = ("test", "thread")
+
+
+@dataclasses.dataclass
+class OSEMResult:
+    """A reconstruction and how long its phases took.
+
+    Attributes
+    ----------
+    image : array
+        The reconstructed activity in decays per voxel (every rank holds it).
+    mean, max : SubsetTimes
+        Phase times per subset step, mean and maximum over ranks.
+    labels : list of str
+        ``"iteration.subset"`` per step.
+    events : int
+        Events in the list-mode file.
+    ranks : int
+    mode, progress : str
+    first_read, first_trace : float
+        Mean over ranks of reading and tracing the first subset, done before any communication
+        (the inputs of :meth:`model`).
+    """
+
+    image: np.ndarray
+    mean: SubsetTimes
+    max: SubsetTimes
+    labels: list[str]
+    events: int
+    ranks: int
+    mode: str
+    progress: str
+    first_read: float = 0.0
+    first_trace: float = 0.0
+
+    def communication_overhead(self) -> float:
+        """Seconds in communication calls, summed over steps (mean over ranks)."""
+        return float(self.mean.communication().sum())
+
+    def overlapped_steps(self) -> np.ndarray:
+        """Indices of the steps whose allreduce was overlapped with the next subset's work."""
+        return np.flatnonzero(self.mean.column("overlap") > 0)
+
+    def model(self) -> tuple[float, float]:
+        """Eq. 2 for this run, and the measured mean overlap time per overlapped step.
+
+        The model's inputs are the first subset's read and trace times per rank, measured
+        before any communication started: ``t_read(m_s/P)`` and ``t_A(m_s)/P``.
+        """
+        steps = self.overlapped_steps()
+        measured = float(self.mean.column("overlap")[steps].mean()) if steps.size else 0.0
+        return eq2(self.first_read, self.first_trace * self.ranks, self.ranks), measured
+
+
+@dataclasses.dataclass
+class _Prepared:
+    """A rank's events of one subset: rows traced ahead, records left for step 2."""
+
+    rows: list[Rows] = dataclasses.field(default_factory=list)
+    pending: list[np.ndarray] = dataclasses.field(default_factory=list)
+    nbytes: int = 0
+
+
+class _TimedRequest:
+    """Forwards ``test()`` to a request and adds its time to the ``test`` phase."""
+
+    def __init__(self, request: Any, times: SubsetTimes, step: int) -> None:
+        self.request, self.times, self.step = request, times, step
+
+    def test(self) -> bool:
+        with self.times.timing(self.step, "test"):
+            return bool(self.request.test())
+
+
+def _check_args(mode: str, progress: str, subsets: int, iterations: int, row_memory: int,
+                chunk: int, tests: int | None, dtype: Any) -> np.dtype:
+    if mode not in MODES:
+        raise ValueError(f"mode: expected one of {MODES}, got {mode!r}")
+    if progress not in PROGRESS:
+        raise ValueError(f"progress: expected one of {PROGRESS}, got {progress!r}")
+    if subsets < 1:
+        raise ValueError(f"subsets: must be >= 1, got {subsets}")
+    if iterations < 1:
+        raise ValueError(f"iterations: must be >= 1, got {iterations}")
+    if row_memory < 0:
+        raise ValueError(f"row_memory: must be >= 0 bytes, got {row_memory}")
+    if chunk < 1:
+        raise ValueError(f"chunk: must be >= 1 event, got {chunk}")
+    if tests is not None and tests < 0:
+        raise ValueError(f"tests: must be >= 0, got {tests}")
+    dt = np.dtype(dtype)
+    if dt not in (np.float32, np.float64):
+        raise TypeError(f"dtype: expected float32 or float64, got {dt}")
+    return dt
+
+
+def osem(
+    events: str | os.PathLike[str],
+    scanner: Scanner,
+    grid: ImageGrid,
+    sensitivity: np.ndarray,
+    *,
+    subsets: int = 10,
+    iterations: int = 1,
+    method: str = "joseph",
+    mode: str = "overlap",
+    progress: str = "test",
+    tests: int | None = None,
+    row_memory: int = 1 << 30,
+    chunk: int = 4096,
+    algorithm: str = "auto",
+    dtype: Any = np.float64,
+    callback: Callable[[int, np.ndarray], None] | None = None,
+    progress_bar: bool = False,
+    comm: MPI.Intracomm | None = None,
+) -> OSEMResult:
+    """Reconstruct a list-mode file with OSEM; collective over ``comm``.
+
+    Parameters
+    ----------
+    events : path
+        The list-mode file (:mod:`parvox.recon.listmode`).
+    scanner : Scanner
+        The scanner that recorded the events.
+    grid : ImageGrid
+        The image grid.
+    sensitivity : array
+        ``A^T 1`` on ``grid`` with the same projector (:mod:`parvox.recon.sensitivity`).
+    subsets, iterations : int
+        ``s`` and the number of passes over all events.
+    method : {"joseph", "siddon"}
+        The projector.
+    mode : {"overlap", "blocking"}
+        See the module documentation.
+    progress : {"test", "thread"}
+        Who progresses the non-blocking allreduce in overlap mode.
+    tests : int, optional
+        Test calls per overlapped subset (``4 * P`` by default; progress ``test`` only).
+    row_memory : int
+        Bytes per rank of rows computed ahead in overlap mode (the rest is traced in step 2).
+    chunk : int
+        Events per read and trace call.
+    algorithm : str
+        The allreduce algorithm (:mod:`parvox.collectives`); the same in both modes.
+    dtype : float32 or float64
+        Image, rows and allreduce precision.
+    callback : callable, optional
+        ``callback(iteration, image)`` after every iteration, on every rank; ``image`` is a
+        view of the working image (copy it to keep it).
+    progress_bar : bool
+        A progress bar over the subsets on rank 0.
+    comm : MPI.Intracomm, optional
+
+    Returns
+    -------
+    OSEMResult
+    """
+    dt = _check_args(mode, progress, subsets, iterations, row_memory, chunk, tests, dtype)
+    parse_method(method)
+    if sensitivity.shape != grid.shape:
+        raise ValueError(f"sensitivity: shape {sensitivity.shape} differs from the grid's "
+                         f"{grid.shape}")
+    c = get_comm(comm)
+    pc = private_comm(c)
+    rank, size = c.Get_rank(), c.Get_size()
+    n_tests = 4 * size if tests is None else tests
+    with ListModeFile(events, comm=c) as lm:
+        if lm.n_detectors != scanner.n_detectors:
+            raise AllRanksValueError(
+                f"events: {events} was recorded by a scanner of {lm.n_detectors} detectors, "
+                f"not {scanner.n_detectors}", param="events")
+        m = lm.n_events
+        if m < subsets:
+            raise AllRanksValueError(f"subsets: {subsets} subsets of {m} events leave some empty",
+                                   param="subsets")
+        engine = _Engine(lm, scanner, grid, method, dt, chunk, rank, size, subsets)
+        steps = [(it, sub) for it in range(iterations) for sub in range(subsets)]
+        times = SubsetTimes.empty(len(steps))
+        a = np.ascontiguousarray(sensitivity, dtype=dt)
+        inv_a = np.zeros_like(a)
+        np.divide(1.0, a, out=inv_a, where=a > 0)
+        inv_a = inv_a.reshape(-1)
+        # f and the rank's c interleaved: each gather from f loads the line c is added into
+        fc = np.zeros((grid.size, 2), dtype=dt)
+        f, c_rank = fc[:, 0], fc[:, 1]
+        f[:] = a.reshape(-1) > 0
+        c_l = np.zeros(grid.shape, dtype=dt)  # the contiguous buffer that is all-reduced
+        flat_c = c_l.reshape(-1)
+        engine.warm_up(f, c_rank, row_memory if mode == "overlap" else 0)
+        # start the progress thread (when asked for: a schedule, not MPI's own, registers
+        # with it) and load the allreduce path, before anything is timed
+        collectives.iallreduce(np.zeros(size, dt), comm=pc, algorithm="ring",
+                               progress=progress).wait()
+        bar = _bar(len(steps), mode) if progress_bar and rank == 0 else None
+        sizes = [subset_range(m, subsets, sub)[1] - subset_range(m, subsets, sub)[0]
+                 for sub in range(subsets)]
+        first = SubsetTimes.empty(1)  # reading and tracing subset 0 before any communication
+        ready = engine.prepare(0, row_memory, first, 0) if mode == "overlap" else None
+        times.seconds[0] += first.seconds[0]
+        try:
+            for k, (it, sub) in enumerate(steps):
+                with times.timing(k, "subset"):
+                    if ready is None:  # blocking: step 1 reads everything, step 2 traces it
+                        ready = engine.prepare(sub, 0, times, k)
+                    engine.backproject(ready, f, c_rank, times, k)
+                    with times.timing(k, "backproject"):
+                        flat_c[:] = c_rank
+                    ready = None
+                    if mode == "blocking":
+                        with times.timing(k, "allreduce"):
+                            collectives.allreduce(c_l, c_l, comm=pc, algorithm=algorithm)
+                    else:
+                        with times.timing(k, "start"):
+                            req = collectives.iallreduce(c_l, c_l, comm=pc, algorithm=algorithm,
+                                                         progress=progress)
+                        if k + 1 < len(steps):
+                            probe = _TimedRequest(req, times, k)
+                            with times.timing(k, "overlap"):
+                                ready = engine.prepare(steps[k + 1][1], row_memory, times, k,
+                                                       request=probe,
+                                                       tests=n_tests if progress == "test" else 0)
+                        with times.timing(k, "wait"):
+                            req.wait()
+                    with times.timing(k, "update"):  # f * c / (a m_l / m)
+                        np.multiply(f, flat_c, out=f)
+                        np.multiply(f, inv_a, out=f)
+                        f *= dt.type(m / sizes[sub])
+                        c_rank.fill(0)
+                if bar is not None:
+                    bar.update(1)
+                if callback is not None and sub == subsets - 1:
+                    callback(it, f.reshape(grid.shape))
+        finally:
+            if bar is not None:
+                bar.close()
+    mean, most = times.reduce(pc)
+    if mode == "blocking":
+        first = SubsetTimes(times.seconds[:1].copy())
+    first_mean, _ = first.reduce(pc)
+    return OSEMResult(np.ascontiguousarray(f).reshape(grid.shape), mean, most, [f"{it + 1}.{sub + 1}" for it, sub in steps], m, size,
+                      mode, progress, float(first_mean.column("read")[0]),
+                      float(first_mean.column("trace")[0]))
+
+
+def _bar(total: int, mode: str) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="subset", desc=f"osem ({mode})", leave=False)
+
+
+class _Engine:
+    """Reads a rank's events of a subset, traces their rows and applies them."""
+
+    def __init__(self, lm: ListModeFile, scanner: Scanner, grid: ImageGrid, method: str,
+                 dtype: np.dtype, chunk: int, rank: int, size: int, subsets: int) -> None:
+        self.lm, self.scanner, self.grid = lm, scanner, grid
+        self.method, self.dtype, self.chunk = method, dtype, chunk
+        self.rank, self.size, self.subsets = rank, size, subsets
+        self.row_hint: float | None = None  # entries per row seen last
+        index_dtype = np.int32 if grid.size < 2**31 else np.int64
+        self.arena = RowArena(index_dtype, dtype)  # rows of one subset, reused every subset
+
+    def _rows(self, records: np.ndarray) -> list[Rows]:
+        starts, ends = self.scanner.lor_endpoints(records["d1"], records["d2"])
+        blocks = trace_row_blocks(starts, ends, self.grid, method=self.method, dtype=self.dtype,
+                                  row_hint=self.row_hint, arena=self.arena)
+        rows = sum(b.n_rows for b in blocks)
+        if rows:
+            self.row_hint = sum(int(b.indptr[-1]) for b in blocks) / rows
+        return blocks
+
+    def warm_up(self, f: np.ndarray, c: np.ndarray, budget: int) -> None:
+        """Before anything is timed: load the compiled kernels for these dtypes and layouts,
+        learn the mean row length from a sample of this rank's first events, and map the
+        memory the rows will take: a subset's, up to ``budget`` bytes, plus one chunk's (what
+        is traced in step 2)."""
+        start, stop = subset_range(self.lm.n_events, self.subsets, 0, self.rank, self.size)
+        rec = self.lm.read(start, min(256, stop - start))
+        if rec.shape[0] == 0:
+            rec = np.zeros(1, dtype=rec.dtype)
+            rec["d2"] = self.scanner.detectors_per_ring // 2
+        scratch = np.zeros((c.shape[0], 2), c.dtype)[:, 1]  # the same layout as c
+        for rows in self._rows(rec):
+            em_update(f, rows, scratch)
+        self.arena.reset()
+        per_entry = self.arena.index_dtype.itemsize + self.arena.weight_dtype.itemsize
+        per_row = 1.1 * (self.row_hint or 0)
+        ahead = min(int(per_row * (stop - start)), budget // per_entry)
+        self.arena.preallocate(ahead + int(per_row * self.chunk))
+
+    def prepare(self, subset: int, budget: int, times: SubsetTimes, step: int,
+                request: Any = None, tests: int = 0) -> _Prepared:
+        """Read this rank's events of ``subset``; trace rows while they fit in ``budget``.
+
+        With ``tests`` test calls the events go in at least ``tests`` pieces, so that the
+        calls are spread evenly over the work instead of falling together between chunks.
+        """
+        start, stop = subset_range(self.lm.n_events, self.subsets, subset, self.rank, self.size)
+        out = _Prepared()
+        piece = max(1, min(self.chunk, -(-(stop - start) // tests))) if tests else self.chunk
+
+        def work(first: int) -> None:
+            with times.timing(step, "read"):
+                rec = self.lm.read(first, min(piece, stop - first))
+            if out.nbytes < budget:
+                with times.timing(step, "trace"):
+                    blocks = self._rows(rec)
+                out.rows.extend(blocks)
+                out.nbytes += sum(b.nbytes for b in blocks)
+            else:
+                out.pending.append(rec)
+
+        collectives.overlap(None if request is None else [request], work,
+                            range(start, stop, piece), tests=tests)
+        return out
+
+    def backproject(self, ready: _Prepared, f: np.ndarray, c: np.ndarray, times: SubsetTimes,
+                    step: int) -> None:
+        """``c += sum A_i^T (1 / (A_i f))`` over the prepared rows, then the pending events."""
+        with times.timing(step, "backproject"):
+            for rows in ready.rows:
+                em_update(f, rows, c)
+        ready.rows.clear()
+        self.arena.reset()
+        for rec in ready.pending:
+            with times.timing(step, "trace"):
+                blocks = self._rows(rec)
+            with times.timing(step, "backproject"):
+                for rows in blocks:
+                    em_update(f, rows, c)
+            self.arena.reset()

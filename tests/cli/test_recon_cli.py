@@ -1,0 +1,98 @@
+"""``parvox recon simulate|osem``: files written, the image equals the library's, bad input."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from ._helpers import check_ok, run_parvox
+
+TINY = ["--scanner", "tiny", "--no-progress"]
+
+
+@pytest.fixture(scope="module")
+def acquisition(tmp_path_factory):
+    out = tmp_path_factory.mktemp("recon") / "scan"
+    proc = run_parvox("recon", "simulate", str(out), "--phantom", "iec", "--counts", "4e4",
+                      "--seed", "3", "--shape", "7,15,13", "--voxel", "3,2.5,2.5",
+                      "--randoms", "0.1", *TINY, "-n", "3")
+    check_ok(proc)
+    assert "events" in proc.stdout
+    return out
+
+
+def test_simulate_writes_the_acquisition(acquisition):
+    from parvox.recon import Acquisition, read_header
+
+    acq = Acquisition.load(acquisition)
+    assert acq.grid.shape == (7, 15, 13) and acq.grid.voxel_size == (3.0, 2.5, 2.5)
+    assert acq.scanner.name == "tiny"
+    info = json.loads((acquisition / "acquisition.json").read_text())
+    assert read_header(acq.events)["n_events"] == info["events"] == info["trues"] + info["randoms"]
+    assert acq.truth().sum() == pytest.approx(4e4)
+    assert acq.mu() is not None and acq.labels().max() == len(acq.regions)
+
+
+def test_osem_writes_the_library_image_and_scores_it(acquisition, tmp_path):
+    from parvox.recon import Acquisition, osem, sensitivity
+
+    out = tmp_path / "recon.nii.gz"
+    proc = run_parvox("recon", "osem", str(acquisition), "-o", str(out), "--subsets", "3",
+                      "--iterations", "2", "--no-progress", "-n", "2")
+    check_ok(proc)
+    for words in ("iteration 2", "NRMSE", "contrast recovery", "communication overhead",
+                  "eq. 2", "computed, cached"):
+        assert words in proc.stdout, words
+    import nibabel
+
+    img = nibabel.load(str(out))
+    data = np.asarray(img.dataobj).transpose(2, 1, 0)
+    np.testing.assert_allclose(np.diag(img.affine)[:3], [2.5, 2.5, 3.0])
+    acq = Acquisition.load(acquisition)
+    np.testing.assert_allclose(img.affine[:3, 3], acq.grid.origin[::-1])
+    ref = osem(acq.events, acq.scanner, acq.grid,
+               sensitivity(acq.scanner, acq.grid, mu=acq.mu()), subsets=3, iterations=2)
+    np.testing.assert_allclose(data, ref.image, rtol=1e-9, atol=1e-12)
+    assert (tmp_path / "recon.png").stat().st_size > 0
+    # a second run reads the cached sensitivity image
+    again = run_parvox("recon", "osem", str(acquisition), "-o", str(tmp_path / "b.npy"),
+                       "--subsets", "3", "--iterations", "1", "--mode", "blocking",
+                       "--no-progress")
+    check_ok(again)
+    assert "read from" in again.stdout and "eq. 2" not in again.stdout
+    assert (tmp_path / "b.png").exists()
+
+
+def test_an_image_file_as_the_activity(tmp_path):
+    activity = np.zeros((5, 9, 11))
+    activity[1:4, 3:6, 2:9] = 1.5
+    np.save(tmp_path / "act.npy", activity)
+    out = tmp_path / "img"
+    check_ok(run_parvox("recon", "simulate", str(out), "--phantom", str(tmp_path / "act.npy"),
+                        "--counts", "2000", "--voxel", "2", *TINY))
+    truth = np.load(out / "truth.npy")
+    np.testing.assert_allclose(truth, activity / activity.sum() * 2000)
+    bad = run_parvox("recon", "simulate", str(tmp_path / "other"), "--phantom",
+                     str(tmp_path / "act.npy"), "--counts", "2000", "--shape", "5,9,10", *TINY)
+    assert bad.returncode == 2 and "--shape" in bad.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["simulate", "{d}/a", "--phantom", "iec", "--counts", "-3"], "--counts"),
+        (["simulate", "{d}/a", "--phantom", "iec", "--counts", "1e3", "--shape", "4,0,4"],
+         "--shape"),
+        (["simulate", "{d}/a", "--phantom", "nope.npy", "--counts", "1e3"], "--phantom"),
+        (["osem", "{d}/missing", "-o", "{d}/r.npy"], "OUT"),
+        (["osem", "{acq}", "-o", "{d}/r.png"], "-o/--output"),
+        (["osem", "{acq}", "-o", "{d}/r.npy", "--subsets", "0"], "--subsets"),
+    ],
+)
+def test_bad_input_exits_2_naming_the_argument(args, named, acquisition, tmp_path):
+    argv = [a.format(d=tmp_path, acq=acquisition) for a in args]
+    proc = run_parvox("recon", *argv)
+    assert proc.returncode == 2, proc.stderr
+    assert f"argument {named}" in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr

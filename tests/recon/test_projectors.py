@@ -1,0 +1,228 @@
+"""Siddon and Joseph against analytic line integrals; exact adjoints; stored rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from parvox.recon import ImageGrid, back_project, forward_project, trace_rows
+from parvox.recon.projectors import RowArena, em_update, trace_row_blocks
+
+METHODS = ("siddon", "joseph")
+RNG = np.random.default_rng(14)
+SHAPE = (5, 7, 9)
+VOX = (1.5, 1.0, 0.75)
+ORIGIN = (-2.5, 1.0, -3.0)  # not centred: the grid sits off the scanner's axis
+GRID = ImageGrid(SHAPE, VOX, ORIGIN)
+
+
+def _random_lines(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Lines through random points of the grid's box, in random directions; some of them
+    start or end inside the box."""
+    point = RNG.uniform(GRID.lower, GRID.upper, (n, 3))
+    direction = RNG.normal(size=(n, 3))
+    direction /= np.linalg.norm(direction, axis=1, keepdims=True)
+    before = RNG.uniform(0.0, 15.0, (n, 1))
+    after = RNG.uniform(0.0, 15.0, (n, 1))
+    return point - before * direction, point + after * direction
+
+
+def _project(image, s, e, method):
+    return forward_project(image, s, e, voxel_size=VOX, origin=ORIGIN, method=method)
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_axis_aligned_lines_through_centres_sum_the_voxels(method, dtype, axis):
+    image = RNG.random(SHAPE).astype(dtype)
+    centres = [GRID.centres(a) for a in range(3)]
+    others = [a for a in range(3) if a != axis]
+    starts, ends, expected = [], [], []
+    for i in range(SHAPE[others[0]]):
+        for j in range(SHAPE[others[1]]):
+            p = np.zeros(3)
+            p[others[0]], p[others[1]] = centres[others[0]][i], centres[others[1]][j]
+            a, b = p.copy(), p.copy()
+            a[axis], b[axis] = GRID.lower[axis] - 3.0, GRID.upper[axis] + 2.0
+            if (i + j) % 2:
+                a, b = b, a  # both directions
+            starts.append(a)
+            ends.append(b)
+            index = [0, 0, 0]
+            index[others[0]], index[others[1]] = i, j
+            index[axis] = slice(None)
+            expected.append(image[tuple(index)].astype(np.float64).sum() * VOX[axis])
+    got = _project(image, np.array(starts), np.array(ends), method)
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, np.array(expected, dtype=dtype), rtol=1e-14 if dtype ==
+                               np.float64 else 1e-6)
+
+
+def _fine_integral(image: np.ndarray, a: np.ndarray, b: np.ndarray, samples: int) -> float:
+    """Midpoint rule along the line of the piecewise-constant image (no projector code)."""
+    t = (np.arange(samples) + 0.5) / samples
+    points = a[None] + t[:, None] * (b - a)[None]
+    index = np.floor((points - np.array(GRID.lower)) / np.array(VOX)).astype(int)
+    inside = np.all((index >= 0) & (index < np.array(SHAPE)), axis=1)
+    values = np.zeros(samples)
+    values[inside] = image[tuple(index[inside].T)]
+    return float(values.mean() * np.linalg.norm(b - a))
+
+
+def test_siddon_equals_a_fine_sampled_integral():
+    image = RNG.random(SHAPE)
+    s, e = _random_lines(25)
+    got = _project(image, s, e, "siddon")
+    samples = 50_000
+    for i in range(len(s)):
+        ref = _fine_integral(image, s[i], e[i], samples)
+        # each voxel boundary the line crosses puts at most one sample in the wrong voxel
+        bound = 2 * sum(SHAPE) * np.linalg.norm(e[i] - s[i]) / samples * image.max()
+        assert abs(got[i] - ref) <= bound, (i, got[i], ref)
+    assert (got > 0).all()
+
+
+def test_joseph_integrates_a_linear_image_exactly():
+    # Joseph's bilinear interpolation reproduces a linear image, and its one sample per plane
+    # is the midpoint rule, exact for linear functions: lines that enter and leave through the
+    # faces across their dominant axis, between the outer voxel centres in the other axes
+    z, y, x = GRID.mesh()
+    coef = np.array([0.3, -0.2, 0.5])
+    image = 2.0 + coef[0] * z + coef[1] * y + coef[2] * x + 0 * (z + y + x)
+    lo = [GRID.centres(a)[0] for a in range(3)]
+    hi = [GRID.centres(a)[-1] for a in range(3)]
+    starts, ends = [], []
+    for _ in range(30):
+        a = 2  # x is the longest axis in mm and in voxels per mm
+        p, q = np.empty(3), np.empty(3)
+        p[a], q[a] = GRID.lower[a], GRID.upper[a]
+        for b in (0, 1):
+            p[b] = RNG.uniform(lo[b], hi[b])
+            q[b] = p[b] + RNG.uniform(-0.3, 0.3) * (hi[b] - lo[b])
+            q[b] = min(max(q[b], lo[b]), hi[b])
+        starts.append(p)
+        ends.append(q)
+    s, e = np.array(starts), np.array(ends)
+    got = _project(image, s, e, "joseph")
+    mid = (s + e) / 2
+    exact = (2.0 + mid @ coef) * np.linalg.norm(e - s, axis=1)
+    np.testing.assert_allclose(got, exact, rtol=1e-12)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_back_projection_is_the_exact_adjoint(method):
+    x = RNG.random(SHAPE)
+    s, e = _random_lines(300)
+    y = RNG.random(300)
+    ax = _project(x, s, e, method)
+    aty = back_project(y, s, e, SHAPE, voxel_size=VOX, origin=ORIGIN, method=method)
+    lhs, rhs = float(ax @ y), float((x * aty).sum())
+    assert abs(lhs - rhs) <= 1e-10 * abs(lhs)
+    assert lhs > 0
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_float32_images_accumulate_in_double(method):
+    x = RNG.random(SHAPE)
+    s, e = _random_lines(50)
+    np.testing.assert_allclose(_project(x.astype(np.float32), s, e, method),
+                               _project(x, s, e, method), rtol=1e-6)
+    y = RNG.random(50)
+    b32 = back_project(y, s, e, SHAPE, voxel_size=VOX, origin=ORIGIN, method=method,
+                       dtype=np.float32)
+    b64 = back_project(y, s, e, SHAPE, voxel_size=VOX, origin=ORIGIN, method=method)
+    assert b32.dtype == np.float32
+    np.testing.assert_allclose(b32, b64, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_lines_that_miss_the_grid_give_zero(method):
+    lo, hi = np.array(GRID.lower), np.array(GRID.upper)
+    starts, ends = [], []
+    for axis in range(3):
+        for side, offset in ((lo, -1e-9), (lo, -0.4), (hi, 1e-9), (hi, 0.4)):
+            # parallel to a face, just outside it (within half a voxel: Joseph must stay 0)
+            p = (lo + hi) / 2
+            p[axis] = side[axis] + offset
+            q = p.copy()
+            other = (axis + 1) % 3
+            p[other], q[other] = lo[other] - 5, hi[other] + 5
+            starts.append(p)
+            ends.append(q)
+    # passing beside a corner, and a segment that ends before the grid
+    starts += [lo - 1.0, lo - 3.0]
+    ends += [lo - 1.0 + np.array([0.0, 30.0, -30.0]), lo - 0.5]
+    got = _project(np.ones(SHAPE), np.array(starts), np.array(ends), method)
+    np.testing.assert_array_equal(got, 0.0)
+    back = back_project(np.ones(len(starts)), np.array(starts), np.array(ends), SHAPE,
+                        voxel_size=VOX, origin=ORIGIN, method=method)
+    assert not back.any()
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_stored_rows_reproduce_the_projectors_bit_for_bit(method):
+    x = RNG.random(SHAPE)
+    s, e = _random_lines(200)
+    rows = trace_rows(s, e, GRID, method=method)
+    assert rows.n_rows == 200
+    np.testing.assert_array_equal(rows.forward(x), _project(x, s, e, method))
+    y = RNG.random(200)
+    np.testing.assert_array_equal(
+        rows.back(y, np.zeros(SHAPE)),
+        back_project(y, s, e, SHAPE, voxel_size=VOX, origin=ORIGIN, method=method))
+    # blocks (a small hint forces several buffers) and an arena give the same rows
+    blocks = trace_row_blocks(s, e, GRID, method=method, row_hint=1)
+    assert len(blocks) > 1 and sum(b.n_rows for b in blocks) == 200
+    np.testing.assert_array_equal(np.concatenate([b.forward(x) for b in blocks]), rows.forward(x))
+    arena = RowArena(np.int32, np.float64, slab=500)
+    for _ in range(2):  # the second pass reuses the slabs
+        arena.reset()
+        blocks = trace_row_blocks(s, e, GRID, method=method, arena=arena)
+        np.testing.assert_array_equal(np.concatenate([b.forward(x) for b in blocks]),
+                                      rows.forward(x))
+    assert arena.used == rows.indices.shape[0]
+
+
+def test_em_update_is_the_list_mode_em_sum():
+    f = RNG.random(SHAPE) + 0.1
+    s, e = _random_lines(100)
+    rows = trace_rows(s, e, GRID, method="siddon")
+    c = np.zeros(SHAPE)
+    used = em_update(f, rows, c)
+    proj = rows.forward(f)
+    ratio = np.where(proj > 0, 1 / np.where(proj > 0, proj, 1), 0.0)
+    np.testing.assert_allclose(c, rows.back(ratio, np.zeros(SHAPE)), rtol=1e-12)
+    assert used == int((proj > 0).sum())
+    # OSEM's interleaved layout: f and c as strided 1-D views of one (n, 2) array
+    fc = np.zeros((f.size, 2))
+    fc[:, 0] = f.ravel()
+    em_update(fc[:, 0], rows, fc[:, 1])
+    np.testing.assert_array_equal(fc[:, 1], c.ravel())
+    with pytest.raises(TypeError, match="dtypes"):
+        em_update(f.astype(np.float32), rows, c)
+    with pytest.raises(ValueError, match="out"):  # a copy would lose the sums
+        em_update(f, rows, np.zeros((5, 7, 18))[:, :, ::2])
+
+
+def test_bad_input_names_the_argument():
+    s, e = _random_lines(3)
+    image = np.ones(SHAPE)
+    with pytest.raises(ValueError, match="method"):
+        _project(image, s, e, "fbp")
+    with pytest.raises(ValueError, match="starts"):
+        _project(image, s[:, :2], e[:, :2], "joseph")
+    with pytest.raises(ValueError, match="ends"):
+        _project(image, s, e[:2], "joseph")
+    with pytest.raises(ValueError, match="finite"):
+        _project(image, s * np.nan, e, "joseph")
+    with pytest.raises(TypeError, match="image"):
+        _project(image.astype(np.int32), s, e, "joseph")
+    with pytest.raises(ValueError, match="image"):
+        forward_project(np.ones((3, 3)), s, e, voxel_size=1.0)
+    with pytest.raises(ValueError, match="voxel_size"):
+        _ = forward_project(image, s, e, voxel_size=-1.0)
+    with pytest.raises(ValueError, match="values"):
+        back_project(np.ones(2), s, e, SHAPE, voxel_size=VOX)
+    with pytest.raises(ValueError, match="out"):
+        back_project(np.ones(3), s, e, SHAPE, voxel_size=VOX, out=np.zeros((2, 2, 2)))
