@@ -48,6 +48,13 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _as_from_a_terminal() -> None:
+    """SIGINT at its default in the server, as a shell in a terminal starts it: a test suite run
+    in the background (``./test &``) inherits SIGINT ignored, and Python keeps an ignored SIGINT,
+    so the Ctrl-C the fault tests send would never reach the launcher."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Server:
     """``python -m parvox serve STORE -n N`` (it starts mpiexec) on a free port."""
 
@@ -62,8 +69,8 @@ class Server:
                 "--port", str(self.port), *extra]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         self._fh = open(self.log, "w")  # closed in stop()
-        self.proc = subprocess.Popen(argv, stdout=self._fh,
-                                     stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        self.proc = subprocess.Popen(argv, stdout=self._fh, stderr=subprocess.STDOUT, env=env,
+                                     start_new_session=True, preexec_fn=_as_from_a_terminal)
 
     def wait_ready(self, timeout: float = 150.0) -> Server:
         """Wait until ``/health`` answers 200 (or fail with the server's log)."""
