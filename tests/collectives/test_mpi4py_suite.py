@@ -13,8 +13,6 @@ count run in one ``mpiexec``.
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from parvox.collectives.algorithms import ALGORITHMS
@@ -27,15 +25,9 @@ CHOICES = ("auto", *sorted({a for algs in ALGORITHMS.values() for a in algs}))
 
 @pytest.fixture(scope="module", autouse=True)
 def _mpi4py_tests():
-    """Fetch the suites before the ranks start; let oversubscribed ranks yield the CPU."""
+    """Fetch the suites before the ranks start (tests/conftest.py lets oversubscribed ranks
+    yield the CPU)."""
     suite.ensure_tests()
-    saved = os.environ.get("MPIR_CVAR_ENABLE_HEAVY_YIELD")
-    os.environ["MPIR_CVAR_ENABLE_HEAVY_YIELD"] = "1"
-    yield
-    if saved is None:
-        os.environ.pop("MPIR_CVAR_ENABLE_HEAVY_YIELD", None)
-    else:
-        os.environ["MPIR_CVAR_ENABLE_HEAVY_YIELD"] = saved
 
 
 def _body(index: int, name: str):
