@@ -45,14 +45,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _workers import run_worker_report
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SETUP = Path(__file__).resolve().parent / "setup_mpi4py_fft.sh"
 #: one thread per process everywhere, so N ranks use N cores
-_ONE_THREAD = {
-    name: "1"
-    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
-}
 KINDS = {"complex": np.complex128, "real": np.float64}
 
 
@@ -159,16 +156,10 @@ def time_case(comm: Any, n: int, kind: str, repeats: int, with_peer: bool) -> di
 
 def run_worker(nranks: int, sizes: list[int], repeats: int, keep: str, with_peer: bool) -> Any:
     """Launch :func:`worker` under ``mpiexec -n nranks``; return its figures."""
-    from parvox.launch import launch_command
-
     report = os.path.join(keep, f"fft{nranks}.json")
     argv = [__file__, "--worker", "--sizes", ",".join(map(str, sizes)), "--repeats",
             str(repeats), "--report", report] + ([] if with_peer else ["--no-peer"])
-    env = dict(os.environ, **_ONE_THREAD)
-    proc = subprocess.run(launch_command(nranks, argv), env=env, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"worker on {nranks} ranks failed:\n{proc.stdout}{proc.stderr}")
-    return json.loads(Path(report).read_text())
+    return run_worker_report(nranks, argv, report)
 
 
 def scipy_floor(n: int, kind: str, repeats: int) -> float:

@@ -33,7 +33,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -42,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _workers import run_worker_report
 
 SIGMA = 4.0
 SIZE = {"uniform": 9, "median": 5}
@@ -49,10 +49,6 @@ OPS = ("gaussian", "uniform")
 KNOWN_OPS = ("gaussian", "uniform", "median")
 RESULTS = Path(__file__).resolve().parent / "results"
 #: one thread per process everywhere, so N ranks use N cores
-_ONE_THREAD = {
-    name: "1"
-    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
-}
 
 
 def make_image(n: int, seed: int = 0) -> np.ndarray:
@@ -141,17 +137,11 @@ def run_parvox(
     nranks: int, n: int, keep: str, breakdown: bool, ops: tuple[str, ...]
 ) -> dict[str, Any]:
     """Launch :func:`worker` under ``mpiexec -n nranks``; return its figures."""
-    from parvox.launch import launch_command
-
     report = os.path.join(keep, f"parvox{nranks}.json")
     argv = [__file__, "--worker", "--size", str(n), "--report", report, "--keep", keep]
     argv += ["--ops", ",".join(ops)]
     argv += ["--breakdown"] if breakdown else []
-    env = dict(os.environ, **_ONE_THREAD)
-    proc = subprocess.run(launch_command(nranks, argv), env=env, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"parvox worker on {nranks} ranks failed:\n{proc.stdout}{proc.stderr}")
-    return json.loads(Path(report).read_text())
+    return run_worker_report(nranks, argv, report)
 
 
 def dask_filter(op: str) -> Callable[[np.ndarray], np.ndarray]:

@@ -28,7 +28,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,13 +35,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _workers import run_worker_report
 
 RANKS = (1, 2, 4)
 RESULTS = Path(__file__).resolve().parent / "results"
-_ONE_THREAD = {
-    name: "1"
-    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
-}
 
 
 def make_volume(n: int, seed: int = 0) -> np.ndarray:
@@ -85,15 +81,9 @@ def worker(path: str, report: str, keep: str, repeats: int) -> None:
 
 def run_parvox(nranks: int, path: str, keep: str) -> dict[str, Any]:
     """Launch :func:`worker` under ``mpiexec -n nranks``; return its figures."""
-    from parvox.launch import launch_command
-
     report = os.path.join(keep, f"parvox{nranks}.json")
     argv = [__file__, "--worker", path, "--report", report, "--keep", keep]
-    env = dict(os.environ, **_ONE_THREAD)
-    proc = subprocess.run(launch_command(nranks, argv), env=env, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"parvox worker on {nranks} ranks failed:\n{proc.stdout}{proc.stderr}")
-    return json.loads(Path(report).read_text())
+    return run_worker_report(nranks, argv, report)
 
 
 def chart(rows: dict[str, float], n: int, path: Path) -> None:

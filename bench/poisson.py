@@ -31,7 +31,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -39,12 +38,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _workers import run_worker_report
 
 RESULTS = Path(__file__).resolve().parent / "results"
-_ONE_THREAD = {
-    name: "1"
-    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
-}
 
 
 def rhs(n: int) -> tuple[np.ndarray, float]:
@@ -109,16 +105,10 @@ def worker(n: int, iterations: int, report: str, keep: str) -> None:
 
 def run_worker(nranks: int, n: int, iterations: int, keep: str) -> dict[str, Any]:
     """Launch :func:`worker` under ``mpiexec -n nranks``; return its figures."""
-    from parvox.launch import launch_command
-
     report = os.path.join(keep, f"poisson{nranks}.json")
     argv = [__file__, "--worker", "--size", str(n), "--iterations", str(iterations),
             "--report", report, "--keep", keep]
-    env = dict(os.environ, **_ONE_THREAD)
-    proc = subprocess.run(launch_command(nranks, argv), env=env, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"worker on {nranks} ranks failed:\n{proc.stdout}{proc.stderr}")
-    return json.loads(Path(report).read_text())
+    return run_worker_report(nranks, argv, report)
 
 
 def chart(rows: dict[str, float], title: str, path: Path) -> None:

@@ -1,0 +1,36 @@
+"""What the benchmarks share: launching their own MPI worker and reading its JSON report.
+
+Each benchmark script re-runs itself under ``mpiexec -n N ... --worker`` with one thread per
+rank for the numeric libraries (so ranks, not threads, share the cores) and reads the figures
+the worker wrote to a JSON report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+#: one thread per rank for OpenMP, BLAS and numba
+ONE_THREAD = {
+    name: "1"
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
+}
+
+
+def run_worker_report(nranks: int, argv: Sequence[str], report: str | os.PathLike[str]) -> Any:
+    """Run ``python argv...`` on ``nranks`` single-threaded ranks; the JSON it wrote to ``report``.
+
+    Exits the benchmark with the worker's output when the job fails.
+    """
+    from parvox.launch import launch_command
+
+    env = dict(os.environ, **ONE_THREAD)
+    proc = subprocess.run(launch_command(nranks, list(argv)), env=env, capture_output=True,
+                          text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"worker on {nranks} ranks failed:\n{proc.stdout}{proc.stderr}")
+    return json.loads(Path(report).read_text())
