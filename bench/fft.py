@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _workers import run_worker_report
+from _shared import run_worker_report, save_figure
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SETUP = Path(__file__).resolve().parent / "setup_mpi4py_fft.sh"
@@ -203,10 +203,7 @@ def chart(cases: list[dict[str, Any]], floors: dict[tuple[int, str], float], pat
         ax.set_title(f"{case['n']}^3 {case['kind']}, 2 ranks")
         ax.set_ylim(bottom=0)
     axes[0][0].legend(fontsize=7)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path, dpi=110)
 
 
 def main() -> None:

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _workers import run_worker_report
+from _shared import run_worker_report, save_figure
 
 SIGMA = 4.0
 SIZE = {"uniform": 9, "median": 5}
@@ -199,10 +199,7 @@ def chart(rows: dict[str, dict[str, float]], n: int, path: Path) -> None:
     ax.set_ylabel("seconds (median of repeats)")
     ax.set_title(f"{n}x{n} float32, {os.cpu_count()} cores")
     ax.legend()
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def main() -> None:

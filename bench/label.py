@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _workers import run_worker_report
+from _shared import run_worker_report, save_figure
 
 RANKS = (1, 2, 4)
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -98,10 +98,7 @@ def chart(rows: dict[str, float], n: int, path: Path) -> None:
     ax.bar_label(bars, fmt="%.3f", fontsize=8)
     ax.set_ylabel("seconds (median of rounds)")
     ax.set_title(f"label, {n}^3 bool volume, {os.cpu_count()} cores")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def main() -> None:

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _shared import save_figure
 
 RESULTS = Path(__file__).resolve().parent / "results" / "osem"
 SHAPE = (280, 150, 150)
@@ -239,10 +240,7 @@ def chart(rows: dict[str, dict[str, float]], title: str, path: Path) -> None:
     ax.set_title(title, fontsize=9)
     ax.set_ylim(0, max(bottom.max() * 1.3, 1e-3))
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def main() -> None:

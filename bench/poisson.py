@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _workers import run_worker_report
+from _shared import run_worker_report, save_figure
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -126,10 +126,7 @@ def chart(rows: dict[str, float], title: str, path: Path) -> None:
     ax.set_ylabel("seconds (median)")
     ax.set_title(title, fontsize=9)
     ax.tick_params(axis="x", labelsize=8)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path, dpi=110)
 
 
 def main() -> None:

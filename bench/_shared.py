@@ -1,8 +1,8 @@
-"""What the benchmarks share: launching their own MPI worker and reading its JSON report.
+"""What the benchmarks share: their MPI worker and their charts.
 
 Each benchmark script re-runs itself under ``mpiexec -n N ... --worker`` with one thread per
 rank for the numeric libraries (so ranks, not threads, share the cores) and reads the figures
-the worker wrote to a JSON report.
+the worker wrote to a JSON report; its charts are saved as PNG under ``bench/results/``.
 """
 
 from __future__ import annotations
@@ -34,3 +34,13 @@ def run_worker_report(nranks: int, argv: Sequence[str], report: str | os.PathLik
     if proc.returncode != 0:
         raise SystemExit(f"worker on {nranks} ranks failed:\n{proc.stdout}{proc.stderr}")
     return json.loads(Path(report).read_text())
+
+
+def save_figure(fig: Any, path: str | os.PathLike[str], dpi: int = 120) -> None:
+    """Lay out ``fig`` (a matplotlib figure), save it as ``path`` (folders made) and close it."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
