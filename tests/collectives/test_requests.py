@@ -130,6 +130,30 @@ def test_waits_in_any_order_with_deadlines_and_threads():
     np.testing.assert_array_equal(reqs[-1].result, np.full(7, r * (r + 1) / 2))
 
 
+@mpi_test(ranks=(2, 3), timeout=120)
+def test_rounds_count_the_schedule_a_request_runs():
+    """The unsegmented ring is P - 1 reduce-scatter rounds, P - 1 allgather rounds and the last
+    reduction; a segmented one has a round per segment; MPI's own is one opaque round."""
+    from mpi4py import MPI
+
+    from parvox import collectives as coll
+    from parvox.collectives.alg_reduce import SEGMENT_BYTES
+    from parvox.collectives.requests import CompletedRequest
+
+    p = MPI.COMM_WORLD.Get_size()
+    small = coll.iallreduce(np.ones(7), algorithm="ring", progress="test", timeout=60)
+    assert small.rounds == 2 * p - 1
+    big = coll.iallreduce(np.ones(4 * p * SEGMENT_BYTES // 8), algorithm="ring", progress="test",
+                          timeout=60)
+    assert big.rounds > 2 * p  # segments pipelined: more rounds than the unsegmented ring
+    native = coll.iallreduce(np.ones(7), algorithm="native", timeout=60)
+    assert native.rounds == 1
+    for q in (small, big, native):
+        np.testing.assert_array_equal(q.wait(), np.full(q.result.shape, float(p)))
+    assert small.rounds == 2 * p - 1  # still what was scheduled once the request is over
+    assert CompletedRequest(None).rounds == 0
+
+
 @mpi_test(ranks=(2,), timeout=120)
 def test_a_timed_out_native_collective_is_kept_until_mpi_completes_it():
     """MPI forbids cancelling its collectives: the request fails, the MPI request and its

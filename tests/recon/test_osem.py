@@ -72,3 +72,17 @@ def test_osem_rejects_bad_input(tmp_path):
     assert info.value.param == "subsets"
     with pytest.raises(TypeError, match="dtype"):
         osem(path, MICRO, MGRID, sens, dtype=np.int32)
+
+
+def test_default_test_calls_follow_the_allreduce_schedule():
+    """Two test calls per round of the request's schedule, at least seed 000's 4 x P; an
+    explicit count wins."""
+    from types import SimpleNamespace
+
+    from parvox.recon.osem import _test_calls
+
+    nine_rounds = SimpleNamespace(rounds=9)  # the 48 MiB ring at 2 ranks
+    assert _test_calls(None, nine_rounds, 2) == 18
+    assert _test_calls(None, SimpleNamespace(rounds=3), 4) == 16
+    assert _test_calls(5, nine_rounds, 2) == 5
+    assert _test_calls(0, nine_rounds, 2) == 0

@@ -157,6 +157,28 @@ class BaseRequest(Generic[T]):
         return self.mode != "none"
 
     # -- the user's side ---------------------------------------------------------------------
+    @property
+    def rounds(self) -> int:
+        """Rounds of the collective's schedule: how many progress steps it takes at least.
+
+        A round is the messages (and local steps) that must complete before the next round
+        starts; 0 when the request is complete from the start, 1 for MPI's own collectives,
+        whose rounds MPI keeps to itself. Work that progresses a request by test calls needs
+        at least this many calls to finish it before ``wait`` (seed 000 calls ``NBC_Test``
+        ``4 * P`` times for schedules of about ``2 * P`` rounds).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from parvox import collectives
+        >>> req = collectives.iallreduce(np.ones(3), algorithm="native")
+        >>> req.rounds
+        1
+        >>> req.wait()
+        array([1., 1., 1.])
+        """
+        return 1
+
     def test(self) -> bool:
         """Advance if the progress mode allows it; return whether the collective completed.
 
@@ -219,6 +241,11 @@ class CompletedRequest(BaseRequest[T]):
     def __init__(self, result: T) -> None:
         super().__init__(result)
         self.done = True
+
+    @property
+    def rounds(self) -> int:
+        """No rounds: nothing to progress."""
+        return 0
 
 
 class _Zombie(BaseRequest[None]):
@@ -332,7 +359,8 @@ class Request(BaseRequest[T]):
     different orders without deadlocking.
     """
 
-    __slots__ = ("_after", "_kinds", "_reqs", "_round", "comm", "schedule", "tag", "waiter")
+    __slots__ = ("_after", "_kinds", "_nrounds", "_reqs", "_round", "comm", "schedule", "tag",
+                 "waiter")
 
     def __init__(
         self, schedule: Schedule, comm: MPI.Intracomm, tag: int, mode: str = "test",
@@ -345,6 +373,7 @@ class Request(BaseRequest[T]):
         self.comm = comm
         self.tag = tag
         self._round = -1
+        self._nrounds = len(schedule.rounds)
         self._reqs: list[MPI.Request] = []
         self._kinds: list[int] = []
         self.waiter: threading.Event | None = None
@@ -354,6 +383,11 @@ class Request(BaseRequest[T]):
         """Post the first round(s) (called by the collective); errors are raised here."""
         self._advance()
         return self
+
+    @property
+    def rounds(self) -> int:
+        """Rounds of the schedule as it was started (see :attr:`BaseRequest.rounds`)."""
+        return self._nrounds
 
     # -- the engine --------------------------------------------------------------------------
     def _post(self, index: int) -> None:

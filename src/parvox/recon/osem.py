@@ -17,8 +17,11 @@ per subset: (2) compute ``c_l,j`` from the rows in memory; (3) start a non-block
 of ``c_l``; (4) read subset ``l + 1`` and compute its rows while the allreduce runs (for
 every subset but the last); (5) wait; (6) update. Rows beyond ``row_memory`` bytes are not
 kept: those events are traced in step 2 of their subset instead. Progress comes from
-``tests`` test calls spread over step 4 (seed 000's ``4 x P`` ``NBC_Test``) or from the
-progress thread (``progress="thread"``).
+``tests`` test calls spread over step 4 or from the progress thread (``progress="thread"``).
+Seed 000 calls ``NBC_Test`` ``4 x P`` times, about two per round of its schedules; parvox's
+default follows the allreduce's own schedule instead: two calls per round, at least ``4 x P``
+(the pipelined ring over a 48 MiB image has 9 rounds at 2 ranks, more than ``4 x P = 8``
+calls can drive, which left most of the transfer to the wait).
 
 Both modes and every ``row_memory`` give the same image bit for bit: the rows are traced by
 the same kernel in the same event order, and the same reduction schedule sums them. Rank
@@ -204,7 +207,9 @@ def osem(
     progress : {"test", "thread"}
         Who progresses the non-blocking allreduce in overlap mode.
     tests : int, optional
-        Test calls per overlapped subset (``4 * P`` by default; progress ``test`` only).
+        Test calls per overlapped subset (progress ``test`` only). Default: two per round of
+        the allreduce's schedule (:attr:`parvox.collectives.BaseRequest.rounds`), at least
+        ``4 * P`` (seed 000's count).
     row_memory : int
         Bytes per rank of rows computed ahead in overlap mode (the rest is traced in step 2).
     chunk : int
@@ -232,7 +237,6 @@ def osem(
     c = get_comm(comm)
     pc = private_comm(c)
     rank, size = c.Get_rank(), c.Get_size()
-    n_tests = 4 * size if tests is None else tests
     with ListModeFile(events, comm=c) as lm:
         if lm.n_detectors != scanner.n_detectors:
             raise AllRanksValueError(
@@ -287,7 +291,8 @@ def osem(
                             with times.timing(k, "overlap"):
                                 ready = engine.prepare(steps[k + 1][1], row_memory, times, k,
                                                        request=probe,
-                                                       tests=n_tests if progress == "test" else 0)
+                                                       tests=_test_calls(tests, req, size)
+                                                       if progress == "test" else 0)
                         with times.timing(k, "wait"):
                             req.wait()
                     with times.timing(k, "update"):  # f * c / (a m_l / m)
@@ -309,6 +314,12 @@ def osem(
     return OSEMResult(np.ascontiguousarray(f).reshape(grid.shape), mean, most, [f"{it + 1}.{sub + 1}" for it, sub in steps], m, size,
                       mode, progress, float(first_mean.column("read")[0]),
                       float(first_mean.column("trace")[0]))
+
+
+def _test_calls(tests: int | None, request: Any, size: int) -> int:
+    """Test calls spread over one overlapped subset: ``tests``, or two per round of the
+    request's schedule and at least seed 000's ``4 * size``."""
+    return tests if tests is not None else max(4 * size, 2 * request.rounds)
 
 
 def _bar(total: int, mode: str) -> Any:
