@@ -43,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dead-after", type=float, default=3.0,
                         help="seconds without a heartbeat before a rank counts as dead (default 3)")
     parser.add_argument("--png-level", type=int, default=1, metavar="L",
-                        help="zlib level of PNG slices, 0-9 (default 1: fast)")
+                        help="deflate level of PNG slices, 0-9 (default 1: fast; 1-3 ISA-L, 4-9 zlib)")
     parser.add_argument("--encode-threads", type=int, default=2, metavar="T",
                         help="threads encoding PNG/JPEG on rank 0 (default 2)")
 

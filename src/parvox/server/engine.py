@@ -19,9 +19,9 @@ One slice request is one dataflow operation (seed Figures 6-10):
 A request names a pyramid level (``"auto"`` by default, :mod:`parvox.slicing.levels`); the plane
 is mapped to that level's voxel coordinates once, in :meth:`SliceService.submit`, and every
 rank reads that level's extents. :meth:`SliceService.encode` turns raw slices into PNG or JPEG
-in a pool of threads of its own (Pillow releases the GIL), off the merge path, so the next
-requests are merged while earlier ones are encoded; PNG uses zlib level ``png_level`` (1 by
-default: about four times faster than Pillow's 6, for files a few percent larger).
+in a pool of threads of its own (the encoders release the GIL), off the merge path, so the
+next requests are merged while earlier ones are encoded; PNG is :mod:`parvox.server.png` at
+deflate level ``png_level`` (1 by default).
 
 :class:`SliceService` also keeps the statistics (latency percentiles, slices/s, bytes read,
 cache hit rate, per-rank busy time from heartbeats), answers health checks, bounds the number
@@ -162,7 +162,7 @@ class SliceService:
     encode_threads : int
         Threads encoding slices (rank 0).
     png_level : int
-        zlib level of PNG slices, 0-9.
+        Deflate level of PNG slices, 0-9 (:mod:`parvox.server.png`).
     """
 
     def __init__(

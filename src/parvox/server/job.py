@@ -66,7 +66,7 @@ class ServerOptions:
     dead_after : float
         Seconds without a heartbeat before a rank counts as dead (> 0).
     png_level : int
-        zlib level of PNG slices, 0-9 (1: fast, files a few percent larger than 6).
+        Deflate level of PNG slices, 0-9 (:mod:`parvox.server.png`; 1: fast).
     encode_threads : int
         Threads encoding slices on rank 0 (>= 1).
     """
