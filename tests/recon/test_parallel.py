@@ -105,6 +105,34 @@ def test_ranks_read_their_slices_of_each_subset():
     comm.Barrier()
 
 
+@mpi_test(ranks=(1, 2, 3, 4), timeout=60)
+def test_bad_files_raise_on_every_rank_naming_the_argument():
+    """Rank 0 alone reads the header and writes the images; every rank raises its error."""
+    from mpi4py import MPI
+
+    from parvox.errors import AllRanksValueError
+    from parvox.recon import simulate_acquisition
+
+    comm = MPI.COMM_WORLD
+    d = _shared_dir(comm)
+    bad = os.path.join(d, "bad.lm")
+    if comm.Get_rank() == 0:
+        with open(bad, "wb") as fh:
+            fh.write(b"not a list-mode file")
+    comm.Barrier()
+    with pytest.raises(AllRanksValueError, match="bad.lm") as info:
+        ListModeFile(bad, comm=comm)
+    assert info.value.param == "events"
+    blocked = os.path.join(bad, "out")  # a directory below a file cannot be made
+    with pytest.raises(AllRanksValueError, match="cannot write the acquisition") as info:
+        simulate_acquisition(blocked, make_phantom("iec", GRID, radius=SCANNER.radius),
+                             SCANNER, counts=100, comm=comm)
+    assert info.value.param == "OUT"
+    comm.Barrier()
+    if comm.Get_rank() == 0:
+        shutil.rmtree(d)
+
+
 @mpi_test(ranks=(1, 2, 3, 4), timeout=120)
 def test_parallel_sensitivity_equals_one_rank():
     from mpi4py import MPI

@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from parvox.comm import get_comm, private_comm
-from parvox.errors import AllRanksValueError
+from parvox.comm import get_comm, private_comm, root_only
+from parvox.errors import ParameterError
 from parvox.recon.geometry import ImageGrid
 from parvox.recon.phantoms import Phantom, Region
 from parvox.recon.scanner import Scanner
@@ -150,8 +150,9 @@ def simulate_acquisition(
     truth = phantom.activity * (counts / phantom.activity.sum())
     files = {"events": "events.lm", "truth": "truth.npy", "labels": "labels.npy",
              "mu": "mu.npy" if attenuation else None}
-    error = None
-    if c.Get_rank() == 0:
+
+    @root_only(comm=pc)
+    def write_images() -> None:
         try:
             os.makedirs(d, exist_ok=True)
             old = os.path.join(d, MANIFEST)
@@ -162,10 +163,10 @@ def simulate_acquisition(
             if attenuation:
                 np.save(os.path.join(d, "mu.npy"), phantom.mu)
         except OSError as exc:
-            error = f"{d}: cannot write the acquisition: {exc.strerror}"
-    error = pc.bcast(error, root=0)
-    if error is not None:
-        raise AllRanksValueError(error, param="OUT")
+            raise ParameterError("OUT", f"{d}: cannot write the acquisition: {exc.strerror}") \
+                from exc
+
+    write_images()
     kwargs = {} if chunk_size is None else {"chunk_size": chunk_size}
     result = simulate(phantom.activity, grid, scanner, os.path.join(d, "events.lm"),
                       counts=counts, seed=seed, mu=phantom.mu if attenuation else None,

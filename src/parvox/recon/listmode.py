@@ -39,9 +39,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from parvox.comm import get_comm, private_comm
+from parvox.comm import get_comm, private_comm, root_only
 from parvox.decomposition import split_extent
-from parvox.errors import AllRanksValueError
+from parvox.errors import ParameterError
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -124,21 +124,17 @@ class ListModeFile:
         self.path = os.fspath(path)
         c = get_comm(comm)
         pc = private_comm(c)
-        header: dict[str, int] | None = None
-        error: str | None = None
-        if c.Get_rank() == 0:
-            try:
-                header = read_header(self.path)
-            except ValueError as exc:
-                error = str(exc)
-        header, error = pc.bcast((header, error), root=0)
-        if error is not None:
-            raise AllRanksValueError(error, param="events")
-        assert header is not None
-        self.header = header
-        self.n_events = int(header["n_events"])
-        self.n_detectors = int(header["n_detectors"])
+        self.header = root_only(self._read_header, comm=pc)()
+        self.n_events = int(self.header["n_events"])
+        self.n_detectors = int(self.header["n_detectors"])
         self._fh: Any = MPI.File.Open(pc, self.path, MPI.MODE_RDONLY)
+
+    def _read_header(self) -> dict[str, int]:
+        """The header (rank 0; :func:`~parvox.comm.root_only` shares it or its error)."""
+        try:
+            return read_header(self.path)
+        except ValueError as exc:
+            raise ParameterError("events", str(exc)) from exc
 
     def read(self, start: int, count: int) -> np.ndarray:
         """Events ``start .. start + count - 1`` as an :data:`EVENT_DTYPE` array."""
