@@ -1,9 +1,9 @@
 """Move a DistArray of any layout into another block grid, cropping or zero-padding on the way.
 
-Every rank sends, for each block it holds and each target block, the intersection of the two
-(one ``alltoallv`` in all); the target's elements outside the source are zero. This is how the
-FFT functions accept an array of any layout and honour NumPy's ``s=`` (crop or pad at the end
-of each axis).
+A new zero-filled DistArray on the target grid receives the source through
+:func:`parvox.redistribution.redistribute` (one ``alltoallv``), so the elements outside the
+source stay zero. This is how the FFT functions accept an array of any layout and honour
+NumPy's ``s=`` (crop or pad at the end of each axis).
 
 Examples
 --------
@@ -21,11 +21,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-import numpy as np
-
-from parvox import collectives
 from parvox.decomposition import Assignment, BlockGrid
 from parvox.distarray import DistArray
+from parvox.redistribution import redistribute as copy_into
 
 __all__ = ["redistribute", "same_layout"]
 
@@ -38,17 +36,6 @@ def same_layout(a: DistArray, grid: BlockGrid) -> bool:
         and a.assignment.kind == "contiguous"
         and not any(a.ghost)
     )
-
-
-def _overlap(
-    src: tuple[tuple[int, int], ...], dst: tuple[tuple[int, int], ...]
-) -> tuple[tuple[int, int], ...] | None:
-    box = tuple((max(a0, b0), min(a1, b1)) for (a0, a1), (b0, b1) in zip(src, dst, strict=True))
-    return None if any(lo >= hi for lo, hi in box) else box
-
-
-def _local(box: tuple[tuple[int, int], ...], origin: tuple[tuple[int, int], ...]) -> tuple[slice, ...]:
-    return tuple(slice(lo - o, hi - o) for (lo, hi), (o, _) in zip(box, origin, strict=True))
 
 
 def redistribute(
@@ -81,47 +68,6 @@ def redistribute(
     """
     if grid.ndim != a.ndim:
         raise ValueError(f"grid: has {grid.ndim} axes, the array {a.ndim}")
-    perm = tuple(range(a.ndim)) if axes is None else tuple(int(x) % a.ndim for x in axes)
-    if sorted(perm) != list(range(a.ndim)):
-        raise ValueError(f"axes: expected a permutation of {a.ndim} axes, got {axes!r}")
-
-    def moved(ext: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
-        return tuple(ext[p] for p in perm)
-
-    back = tuple(np.argsort(perm))
-    comm = a.comm
-    size = comm.Get_size()
-    out = DistArray(grid, a.dtype if dtype is None else dtype, assignment=assignment, comm=comm,
-                    fill=0)
-    targets = [[grid.extents(g) for g in out.assignment.local_gids(r)] for r in range(size)]
-    # sender: for each destination rank, my blocks (gid order) x its blocks (gid order)
-    pieces: list[list[np.ndarray]] = [[] for _ in range(size)]
-    for b in a.blocks:
-        src = moved(b.extents)
-        for r, exts in enumerate(targets):
-            for ext in exts:
-                box = _overlap(src, ext)
-                if box is not None:
-                    part = b.core[tuple(_local(box, src)[i] for i in back)].transpose(perm)
-                    pieces[r].append(np.ascontiguousarray(part, dtype=out.dtype).reshape(-1))
-    sendcounts = [sum(p.size for p in ps) for ps in pieces]
-    # receiver: from each source rank, its blocks (gid order) x my blocks (gid order)
-    views: list[list[np.ndarray]] = [[] for _ in range(size)]
-    for source in range(size):
-        for gid in a.assignment.local_gids(source):
-            src = moved(a.grid.extents(gid))
-            for me in out.blocks:
-                box = _overlap(src, me.extents)
-                if box is not None:
-                    views[source].append(me.core[_local(box, me.extents)])
-    recvcounts = [sum(v.size for v in vs) for vs in views]
-    flat = [p for ps in pieces for p in ps]
-    send = np.concatenate(flat) if flat else np.empty(0, out.dtype)
-    recv = np.empty(sum(recvcounts), out.dtype)
-    collectives.alltoallv(send, sendcounts, recv, recvcounts, comm=comm)
-    pos = 0
-    for vs in views:
-        for view in vs:
-            view[...] = recv[pos : pos + view.size].reshape(view.shape)
-            pos += view.size
-    return out
+    out = DistArray(grid, a.dtype if dtype is None else dtype, assignment=assignment,
+                    comm=a.comm, fill=0)
+    return copy_into(a, out, axes=axes)

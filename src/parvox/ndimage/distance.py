@@ -5,7 +5,7 @@ background pixel) axis by axis (Maurer, Qi and Raghavan, PAMI 2003): the pass al
 replaces each pixel's feature by the nearest of the features on its line along ``d``, by a
 lower envelope of parabolas. Every pass needs whole lines along its axis, so the feature array
 (one int32 per axis and pixel) moves between *pencil* layouts, one per axis, each with that
-axis whole, by one all-to-all (:mod:`parvox.ndimage._redistribute` on
+axis whole, by one all-to-all (:func:`parvox.redistribution.redistribute` on
 :mod:`parvox.collectives`); no rank ever holds the whole array. The pass itself is a compiled
 port of scipy's line loop with its arithmetic in its order, so ties between equally near
 features are broken as scipy breaks them: features and distances equal scipy's bit for bit.
@@ -34,7 +34,8 @@ import scipy.ndimage as ndi
 
 from parvox.distarray import DistArray
 from parvox.ndimage._halo import check_input, probe
-from parvox.ndimage._redistribute import pencils, redistribute
+from parvox.ndimage._pencils import pencils
+from parvox.redistribution import redistribute
 
 __all__ = ["distance_transform_edt"]
 
