@@ -131,7 +131,8 @@ def test_pytest_timeout_of_an_mpi_item_covers_its_whole_batch(request):
     from parvox.testing import LAUNCH_S, apply_batch_timeouts, batch_limit
 
     fn = test_every_rank_runs_the_body  # an mpi_test of this module (ranks 1-4, 30 s)
-    batch = [b for b in _REGISTRY[__name__] if 2 in b.ranks]
+    # the bodies at 2 ranks of every module collected: they share one launch
+    batch = [b for bodies in _REGISTRY.values() for b in bodies if 2 in b.ranks]
     want = batch_limit(batch) + LAUNCH_S * (len(batch) - 1)
     items = [_FakeItem(fn, 2), _FakeItem(fn, 2, timeout=10), _FakeItem(fn, 2, timeout=1e6)]
     apply_batch_timeouts(items)
@@ -143,6 +144,6 @@ def test_pytest_timeout_of_an_mpi_item_covers_its_whole_batch(request):
         if body is None:
             continue
         nprocs = item.callspec.params["nprocs"]
-        mine = [b for b in _REGISTRY[body.__module__] if nprocs in b.ranks]
+        mine = [b for bodies in _REGISTRY.values() for b in bodies if nprocs in b.ranks]
         limit = item.get_closest_marker("timeout").args[0]
         assert limit >= batch_limit(mine) + LAUNCH_S * (len(mine) - 1), item.nodeid

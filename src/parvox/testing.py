@@ -1,10 +1,13 @@
 """Testing helpers: run a pytest body on several MPI rank counts with a deadlock timeout.
 
 A test decorated with :func:`mpi_test` becomes one pytest item per rank count. Its body runs
-on every rank under ``mpiexec -n K``. All selected bodies of one test module run in one
-``mpiexec`` launch per rank count (launching is the slow part on a small machine); after a
+on every rank under ``mpiexec -n K``. All selected bodies at one rank count, of every test
+module of the session, run in one ``mpiexec`` launch (launching and importing on every rank is
+the slow part on a small machine: 36 modules at 1-4 ranks were about 140 launches); after a
 failure the launch is resumed with the bodies that had not run yet, so every item gets its own
-verdict. Each body has a watchdog: past ``timeout`` seconds every rank dumps its stack and the
+verdict. A body runs in the ranks' interpreter, not in pytest: it takes no fixtures and must not
+rely on a fixture's side effects (the first item at a rank count runs the other modules' bodies
+too). Each body has a watchdog: past ``timeout`` seconds every rank dumps its stack and the
 job is killed, so a deadlock fails the test instead of hanging the suite.
 
 Bodies of one launch share an interpreter, so the state a body may change is put back before
@@ -62,8 +65,8 @@ class _Body:
 
 #: module name -> bodies in definition order
 _REGISTRY: dict[str, list[_Body]] = {}
-#: (module, nprocs) -> {body name: (passed, report)}
-_RESULTS: dict[tuple[str, int], dict[str, tuple[bool, str]]] = {}
+#: nprocs -> {(module, body name): (passed, report)}
+_RESULTS: dict[int, dict[tuple[str, str], tuple[bool, str]]] = {}
 
 
 def mpi_test(
@@ -107,30 +110,36 @@ def mpi_test(
     return decorate
 
 
-def _selected_names(module: str, nprocs: int, request: Any) -> set[str]:
+def _selected(nprocs: int, request: Any) -> set[tuple[str, str]]:
+    """(module, body name) of every selected MPI item at ``nprocs`` ranks in the session."""
     names = set()
     for item in request.session.items:
         fn = getattr(item, "function", None)
         body = getattr(fn, "_parvox_body", None)
         callspec = getattr(item, "callspec", None)
-        if body is None or callspec is None or body.__module__ != module:
+        if body is None or callspec is None:
             continue
         if callspec.params.get("nprocs") == nprocs:
-            names.add(body.__name__)
+            names.add((body.__module__, body.__name__))
     return names
 
 
 def _result(entry: _Body, nprocs: int, request: Any) -> tuple[bool, str]:
-    results = _RESULTS.setdefault((entry.module, nprocs), {})
-    if entry.name not in results:
-        wanted = _selected_names(entry.module, nprocs, request) | {entry.name}
+    results = _RESULTS.setdefault(nprocs, {})
+    key = (entry.module, entry.name)
+    if key not in results:
+        wanted = _selected(nprocs, request) | {key}
         pending = [
             b
-            for b in _REGISTRY[entry.module]
-            if nprocs in b.ranks and b.name in wanted and b.name not in results
+            for bodies in _REGISTRY.values()
+            for b in bodies
+            if nprocs in b.ranks and (b.module, b.name) in wanted
+            and (b.module, b.name) not in results
         ]
-        results.update(run_bodies(entry.module, pending, nprocs))
-    return results[entry.name]
+        # this item's module first: its verdict is the one waited for
+        pending.sort(key=lambda b: b.module != entry.module)
+        results.update(_run_batch(pending, nprocs))
+    return results[key]
 
 
 def batch_limit(bodies: Sequence[_Body], relaunches: int = 0) -> float:
@@ -148,9 +157,9 @@ def batch_limit(bodies: Sequence[_Body], relaunches: int = 0) -> float:
 def apply_batch_timeouts(items: Sequence[Any]) -> None:
     """Give every :func:`mpi_test` item a ``pytest.mark.timeout`` covering its whole batch.
 
-    The first item of a module at a rank count runs every body of that module at that count
-    (and relaunches after each failure), so its bound is :func:`batch_limit` of them all, with
-    a launch per body. An explicit larger ``timeout`` mark is kept. Call it from
+    The first item at a rank count runs every body of the session at that count (and
+    relaunches after each failure), so its bound is :func:`batch_limit` of them all, with a
+    launch per body. An explicit larger ``timeout`` mark is kept. Call it from
     ``pytest_collection_modifyitems``.
     """
     import pytest
@@ -162,7 +171,7 @@ def apply_batch_timeouts(items: Sequence[Any]) -> None:
         if body is None or callspec is None:
             continue
         nprocs = callspec.params.get("nprocs")
-        batch = [b for b in _REGISTRY.get(body.__module__, []) if nprocs in b.ranks]
+        batch = [b for bodies in _REGISTRY.values() for b in bodies if nprocs in b.ranks]
         limit = batch_limit(batch, relaunches=max(len(batch) - 1, 0))
         marker = item.get_closest_marker("timeout")
         if marker is None or not marker.args or float(marker.args[0]) < limit:
@@ -179,18 +188,27 @@ def _syspath_for(module: str) -> str:
 
 def run_bodies(module: str, bodies: Sequence[_Body], nprocs: int) -> dict[str, tuple[bool, str]]:
     """Run ``bodies`` of ``module`` under ``mpiexec -n nprocs``; map each name to a verdict."""
+    results = _run_batch([dataclasses.replace(b, module=module) for b in bodies], nprocs)
+    return {name: verdict for (_, name), verdict in results.items()}
+
+
+def _run_batch(
+    bodies: Sequence[_Body], nprocs: int
+) -> dict[tuple[str, str], tuple[bool, str]]:
+    """Run ``bodies`` (of any modules) in one ``mpiexec -n nprocs``, relaunching after each
+    failure with the bodies not run yet; map each (module, name) to a verdict."""
     from parvox.launch import launch_command
 
-    results: dict[str, tuple[bool, str]] = {}
+    results: dict[tuple[str, str], tuple[bool, str]] = {}
     pending = list(bodies)
-    syspath = _syspath_for(module)
     while pending:
         with tempfile.NamedTemporaryFile("r", suffix=".passed", delete=False) as fh:
             passed_file = fh.name
         try:
-            argv = ["-m", "parvox.testing", module, "--syspath", syspath]
-            argv += ["--passed", passed_file]
-            argv += [f"{b.name}={b.timeout}" for b in pending]
+            argv = ["-m", "parvox.testing", "--passed", passed_file]
+            for path in dict.fromkeys(_syspath_for(b.module) for b in pending):
+                argv += ["--syspath", path]
+            argv += [f"{b.module}:{b.name}={b.timeout}" for b in pending]
             env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONFAULTHANDLER="1")
             limit = batch_limit(pending)
             try:
@@ -221,14 +239,15 @@ def run_bodies(module: str, bodies: Sequence[_Body], nprocs: int) -> dict[str, t
         still: list[_Body] = []
         failed_one = False
         for b in pending:
-            if b.name in passed:
-                results[b.name] = (True, sections.get(b.name, ""))
+            spec = f"{b.module}:{b.name}"
+            if spec in passed:
+                results[b.module, b.name] = (True, sections.get(spec, ""))
             elif not failed_one:
                 failed_one = True
-                why = sections.get(b.name, output) or output
+                why = sections.get(spec, output) or output
                 if "Timeout (" in why:
                     why += f"\nbody exceeded its timeout of {b.timeout:g} s at {nprocs} ranks (deadlock?)"
-                results[b.name] = (
+                results[b.module, b.name] = (
                     False,
                     f"failed at {nprocs} rank(s) (mpiexec exit {code}):\n{why.strip()}",
                 )
@@ -295,12 +314,11 @@ class _State:
 
 def _main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m parvox.testing")
-    parser.add_argument("module")
-    parser.add_argument("--syspath", required=True)
+    parser.add_argument("--syspath", action="append", required=True)
     parser.add_argument("--passed", required=True)
-    parser.add_argument("bodies", nargs="+", help="NAME=TIMEOUT")
+    parser.add_argument("bodies", nargs="+", help="MODULE:NAME=TIMEOUT")
     args = parser.parse_args(argv)
-    sys.path.insert(0, args.syspath)
+    sys.path[:0] = args.syspath
 
     from mpi4py import MPI
 
@@ -308,18 +326,18 @@ def _main(argv: Sequence[str] | None = None) -> None:
 
     comm = MPI.COMM_WORLD
     rank = comm.Get_rank()
-    mod = importlib.import_module(args.module)
     state = _State.save()
     for spec in args.bodies:
-        name, timeout = spec.rsplit("=", 1)
-        body = mod.__dict__[name]._parvox_body
+        qualified, timeout = spec.rsplit("=", 1)
+        module, name = qualified.split(":")
         state.restore()
         comm.Barrier()
         if rank == 0:
-            print(f"{_BEGIN}{name} ===", flush=True)
+            print(f"{_BEGIN}{qualified} ===", flush=True)
         faulthandler.dump_traceback_later(float(timeout), exit=True)
         try:
-            body()
+            # imported when its first body runs: an import error fails that body
+            importlib.import_module(module).__dict__[name]._parvox_body()
         except BaseException:
             text = traceback.format_exc()
             sys.stdout.write(f"parvox-test: rank {rank} failed in {name}:\n{text}")
@@ -328,7 +346,7 @@ def _main(argv: Sequence[str] | None = None) -> None:
         faulthandler.cancel_dump_traceback_later()
         comm.Barrier()
         with open(args.passed, "a") as fh:  # one short O_APPEND write per rank: atomic
-            fh.write(f"{name} {rank}\n")
+            fh.write(f"{qualified} {rank}\n")
 
 
 if __name__ == "__main__":

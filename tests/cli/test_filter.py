@@ -1,12 +1,23 @@
-"""``parvox filter``: the file written equals scipy.ndimage on the whole array, per format."""
+"""``parvox filter``: the file written equals scipy.ndimage on the whole array, per format.
+
+Each case runs the CLI's entry (:func:`parvox.cli.main`) on every rank of an MPI job at the
+case's rank count; the cases of one rank count share one mpiexec (:func:`parvox.testing.mpi_test`),
+which the separate ``parvox filter -n K`` launch of each case cost 5 s on two cores. One test
+still launches ``parvox filter -n 2`` as a user does.
+"""
 
 from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
 import scipy.ndimage as ndi
 
 from parvox.io import read_image, write_image
+from parvox.testing import mpi_test
 
 from ._helpers import check_ok, run_parvox
 
@@ -114,24 +125,58 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("src", "array", "dst", "nprocs", "args", "kw"),
-    CASES,
-    ids=[f"{c[0]}-{c[4][1]}-{c[2]}-np{c[3]}-{i}" for i, c in enumerate(CASES)],
-)
-def test_filter_equals_scipy(tmp_path, src, array, dst, nprocs, args, kw):
-    write_image(tmp_path / src, array)
-    check_ok(
-        run_parvox("filter", str(tmp_path / src), str(tmp_path / dst), *args, "-n", str(nprocs))
+def _case_body(src, array, dst, args, kw):
+    """A body run on every rank of an MPI job: ``parvox filter`` (the CLI's entry, inside the
+    job) writes OUT, which must equal scipy on the whole array bit for bit."""
+
+    def body():
+        from mpi4py import MPI
+
+        from parvox.cli import main
+
+        world = MPI.COMM_WORLD
+        tmp = Path(world.bcast(tempfile.mkdtemp(prefix="parvox-filter-") if world.rank == 0 else None))
+        if world.rank == 0:
+            write_image(tmp / src, array)
+        world.Barrier()
+        assert main(["filter", str(tmp / src), str(tmp / dst), *args]) == 0
+        world.Barrier()
+        if world.rank == 0:
+            try:
+                got = read_image(tmp / dst)
+            finally:
+                shutil.rmtree(tmp)
+            want = _scipy(args[1], array, **kw)
+            assert got.shape == want.shape
+            assert got.dtype == want.dtype
+            assert np.array_equal(got, want)  # bit for bit
+
+    return body
+
+
+def _register(name, nprocs, body):
+    """Make ``body`` the MPI test ``name`` at ``nprocs`` ranks (a module global, so pytest and
+    the harness's ranks find it). All cases at one rank count share one mpiexec launch."""
+    body.__name__ = body.__qualname__ = name
+    globals()[name] = mpi_test(ranks=(nprocs,), timeout=60)(body)
+
+
+for _i, (_src, _array, _dst, _nprocs, _args, _kw) in enumerate(CASES):
+    _register(
+        f"test_filter_equals_scipy_{_i}_{_args[1]}_{_src.replace('.', '_')}_to_{_dst.split('.')[1]}",
+        _nprocs,
+        _case_body(_src, _array, _dst, _args, _kw),
     )
-    got = read_image(tmp_path / dst)
-    want = _scipy(args[1], array, **kw)
-    assert got.shape == want.shape
-    assert got.dtype == want.dtype
-    assert np.array_equal(got, want)  # bit for bit
+#: a Gaussian of sigma 6 reaches 24 rows: wider than a 5-row slab at 4 ranks
+_register(
+    "test_kernel_wider_than_a_slab_still_equals_scipy",
+    4,
+    _case_body("in.npy", IMAGE[:20], "o.npy", ["--op", "gaussian", "--sigma", "6"], {"sigma": 6.0}),
+)
 
 
 def test_dtype_converts_before_filtering(tmp_path):
+    """One real ``parvox filter ... -n 2`` (relaunched under mpiexec) from end to end."""
     write_image(tmp_path / "in.png", GREY8)
     check_ok(
         run_parvox(
@@ -149,25 +194,6 @@ def test_dtype_converts_before_filtering(tmp_path):
     got = read_image(tmp_path / "o.tif")
     assert got.dtype == np.float32
     np.testing.assert_allclose(got, ndi.sobel(GREY8.astype(np.float32)), rtol=1e-5)
-
-
-def test_kernel_wider_than_a_slab_still_equals_scipy(tmp_path):
-    small = IMAGE[:20]
-    np.save(tmp_path / "in.npy", small)
-    check_ok(
-        run_parvox(
-            "filter",
-            str(tmp_path / "in.npy"),
-            str(tmp_path / "o.npy"),
-            "--op",
-            "gaussian",
-            "--sigma",
-            "6",
-            "-n",
-            "4",
-        )
-    )
-    np.testing.assert_array_equal(np.load(tmp_path / "o.npy"), ndi.gaussian_filter(small, 6))
 
 
 #: (CLI arguments after IN OUT, the argument the one-line error names, words in it)

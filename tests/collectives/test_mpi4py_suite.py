@@ -13,8 +13,6 @@ count run in one ``mpiexec``.
 
 from __future__ import annotations
 
-import pytest
-
 from parvox.collectives.algorithms import ALGORITHMS
 from parvox.testing import mpi_test
 from tests.collectives import _mpi4py_suite as suite
@@ -23,11 +21,10 @@ from tests.collectives import _mpi4py_suite as suite
 CHOICES = ("auto", *sorted({a for algs in ALGORITHMS.values() for a in algs}))
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _mpi4py_tests():
-    """Fetch the suites before the ranks start (tests/conftest.py lets oversubscribed ranks
-    yield the CPU)."""
-    suite.ensure_tests()
+# Fetch the suites when pytest collects this module, before any ranks start: the harness runs
+# the bodies of every module at one rank count in one launch, so a fixture of this module might
+# not have run yet when the first of these bodies does (on the ranks it finds them in place).
+suite.ensure_tests()
 
 
 def _body(index: int, name: str):

@@ -12,6 +12,10 @@ A test counts as *selected* when it calls at least one parvox function; the othe
 scipy and are reported apart. Each rank writes ``REPORT.rank<r>.json``:
 ``{nodeid: [outcome, parvox_called, short_message]}``.
 
+With ``--thin N`` each scipy test runs its first parametrization and a fixed sample of about
+1 in N of the others (chosen by a checksum of the node id, the same on every rank and in every
+run); ``--thin 0`` runs the first parametrization of each test only.
+
 Usage (one launch runs every selected test of one configuration)::
 
     mpiexec -n 4 python tests/ndimage/scipy_oracle.py --layout '{"nblocks": 11}' --report out
@@ -32,6 +36,7 @@ import tempfile
 import threading
 import time
 import types
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -182,8 +187,9 @@ class Recorder:
     """pytest hooks: skip tests that cannot reach parvox, count parvox calls per test, record
     outcomes, watch for deadlocks."""
 
-    def __init__(self, oracle: Oracle) -> None:
+    def __init__(self, oracle: Oracle, thin: int = 1) -> None:
         self.oracle = oracle
+        self.thin = thin
         self.pattern = re.compile(r"\bndimage\.(" + "|".join(oracle.wrapped) + r")\b")
         self.started = time.monotonic()
         self.current = ""
@@ -229,8 +235,20 @@ class Recorder:
 
     def pytest_collection_modifyitems(self, session: Any, config: Any, items: list[Any]) -> None:
         keep, drop = [], []
+        tests: set[str] = set()  # the scipy tests (parametrizations aside) kept so far
         for item in items:
-            (keep if self._reaches_parvox(item) else drop).append(item)
+            test = item.nodeid.split("[")[0]
+            if not self._reaches_parvox(item):
+                drop.append(item)
+            elif test not in tests or (
+                self.thin and zlib.crc32(item.nodeid.encode()) % self.thin == 0
+            ):
+                # each test's first parametrization, and a fixed sample of the others (by
+                # checksum: a stride could meet a parameter's period and always pick one value)
+                tests.add(test)
+                keep.append(item)
+            else:
+                drop.append(item)
         if drop:
             config.hook.pytest_deselected(items=drop)
             items[:] = keep
@@ -283,6 +301,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="scipy_oracle")
     parser.add_argument("--layout", default="{}", help="DistArray layout keywords as JSON")
     parser.add_argument("--report", required=True, help="report path prefix")
+    parser.add_argument(
+        "--thin", type=int, default=1,
+        help="run each scipy test's first parametrization and about 1 in THIN of the others "
+        "(a fixed sample; 1: all; 0: the first only)",
+    )
     parser.add_argument("pytest_args", nargs="*", help="extra pytest arguments (-k ...)")
     args = parser.parse_args(argv)
 
@@ -309,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
             fd = os.open(f"{log}.rank{rank}" if log else os.devnull, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
             os.dup2(fd, 1)
             os.dup2(fd, 2)
-        code = pytest.main(pytest_args, plugins=[Recorder(oracle)])
+        code = pytest.main(pytest_args, plugins=[Recorder(oracle, args.thin)])
     MPI.COMM_WORLD.Barrier()
     return 0 if code in (0, 1) else int(code)
 
