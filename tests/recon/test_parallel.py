@@ -120,7 +120,7 @@ def test_bad_files_raise_on_every_rank_naming_the_argument():
         with open(bad, "wb") as fh:
             fh.write(b"not a list-mode file")
     comm.Barrier()
-    with pytest.raises(AllRanksValueError, match="bad.lm") as info:
+    with pytest.raises(AllRanksValueError, match=r"bad\.lm") as info:
         ListModeFile(bad, comm=comm)
     assert info.value.param == "events"
     blocked = os.path.join(bad, "out")  # a directory below a file cannot be made
