@@ -327,14 +327,16 @@ def report_figures(figures: dict[str, Any], events: int, repeats: int, ranks: in
         steps = m_o[:, p("overlap")] > 0
         measured = float(m_o[steps, p("overlap")].mean())
         model = t_read + seq["t_a"] / ranks
-        print(f"\neq. 2: t_read(m_s/P) = {1e3 * t_read:.1f} ms (blocking ring), t_A(m_s) = "
-              f"{1e3 * seq['t_a']:.1f} ms for {seq['m_s']} events on one rank alone "
-              f"-> model {1e3 * model:.1f} ms; measured overlap {1e3 * measured:.1f} ms "
-              f"({100 * (model / measured - 1):+.1f} %; target within 10 %)")
         tests = float(m_o[steps, p("test")].mean())
         compute = measured - tests
-        print(f"       the overlap less its {1e3 * tests:.1f} ms of test calls (eq. 2 has no "
-              f"communication term): {1e3 * compute:.1f} ms ({100 * (model / compute - 1):+.1f} %)")
+        print(f"\neq. 2: t_read(m_s/P) = {1e3 * t_read:.1f} ms (blocking ring), t_A(m_s) = "
+              f"{1e3 * seq['t_a']:.1f} ms for {seq['m_s']} events on one rank alone "
+              f"-> model {1e3 * model:.1f} ms; measured overlapped work {1e3 * compute:.1f} ms "
+              f"({100 * (model / compute - 1):+.1f} %; target within 10 %)")
+        print(f"       the overlap window is {1e3 * measured:.1f} ms "
+              f"({100 * (model / measured - 1):+.1f} %): it also holds {1e3 * tests:.1f} ms of "
+              f"test calls, which move the allreduce's data over shared memory and are counted "
+              f"as communication overhead above (eq. 2 has no communication term)")
     for check, ok in figures["checks"].items():
         print(f"check: {check}: {'yes' if ok else 'NO'}")
     path = RESULTS / f"overhead_{figures['events']}_{ranks}.png"

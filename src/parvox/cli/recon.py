@@ -328,7 +328,7 @@ def _report(args: argparse.Namespace, result: Any, per_iteration: list[Any],
     if args.mode == "overlap":
         model, measured = result.model()
         if measured > 0:
-            print(f"  eq. 2: t_read(m_s/P) + t_A(m_s)/P = {1e3 * model:.1f} ms, measured overlap "
-                  f"{1e3 * measured:.1f} ms ({100 * (model / measured - 1):+.1f} %)")
+            print(f"  eq. 2: t_read(m_s/P) + t_A(m_s)/P = {1e3 * model:.1f} ms, measured overlapped "
+                  f"work {1e3 * measured:.1f} ms ({100 * (model / measured - 1):+.1f} %)")
     print(f"  wrote {args.output} and {_png_path(args.output)} "
           f"(reconstruct {totals['reconstruct']:.2f} s, write {totals['write']:.2f} s)")
