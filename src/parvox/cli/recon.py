@@ -77,7 +77,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     rec.add_argument("--progress", default="test", choices=("test", "thread"),
                      help="progress of the overlapped allreduce: test calls or a thread")
     rec.add_argument("--tests", type=int, default=None, metavar="K",
-                     help="test calls per subset (default 4 x ranks)")
+                     help="test calls per subset (default: two per round of the allreduce, "
+                          "at least 4 x ranks)")
     rec.add_argument("--row-memory", type=float, default=1024.0, metavar="MIB",
                      help="MiB per rank of system-matrix rows computed ahead (default 1024)")
     rec.add_argument("--float32", action="store_true", help="single precision (default double)")
