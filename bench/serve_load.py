@@ -161,6 +161,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queries", help=argparse.SUPPRESS)
     ap.add_argument("--result", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    for name, flag in (("clients", "--clients"), ("seconds", "--seconds"), ("size", "--size"),
+                       ("n", "-n")):
+        if getattr(args, name) <= 0:
+            ap.error(f"argument {flag}: must be > 0, got {getattr(args, name)}")
+    if args.engine_slices < 0:
+        ap.error(f"argument --engine-slices: must be >= 0, got {args.engine_slices}")
     if args.engine_worker:
         engine_worker(args.store, args.queries, args.result)
         return 0
@@ -202,7 +208,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(out):>10} {ok.sum() / wall:>8.1f} {p50:>8.1f} {p99:>8.1f} "
           f"{nbytes / wall / 1e6:>8.2f} {busy:>6} {errors:>7} {hit:>9.3f}")
     served = ok.sum() / wall
-    if args.store is not None and ok.any():
+    if args.engine_slices == 0:
+        print("engine only: not measured (--engine-slices 0)")
+        print("ratio: server/engine slices per s = nan")
+    elif args.store is not None and ok.any():
         queries = [o[3] for o in out if o[1] == 200][: args.engine_slices]
         rate = engine_rate(args.store, len(stats["ranks"]), queries)
         print(f"engine only, the same {len(queries)} planes at {len(stats['ranks'])} ranks, "
