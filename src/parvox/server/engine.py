@@ -59,6 +59,7 @@ import numpy as np
 from parvox.dataflow import Dataflow, DataflowError, DataflowTimeout, Operation, Stage, Token
 from parvox.errors import ParvoxError
 from parvox.server.imaging import DEFAULT_PNG_LEVEL, display_pixels, encode_image, encode_slice
+from parvox.server.png import parse_png_level
 from parvox.slicing import (
     Plane,
     finish_slice,
@@ -183,8 +184,6 @@ class SliceService:
     ) -> None:
         if encode_threads < 1:
             raise ValueError(f"encode_threads must be >= 1, got {encode_threads}")
-        if not 0 <= png_level <= 9:
-            raise ValueError(f"png_level must be in [0, 9], got {png_level}")
         if batch < 1:
             raise ValueError(f"batch must be >= 1, got {batch}")
         if max_pending < 1:
@@ -201,7 +200,7 @@ class SliceService:
         self.batch = int(batch)
         self.max_pending = int(max_pending)
         self.request_timeout = float(request_timeout)
-        self.png_level = int(png_level)
+        self.png_level = parse_png_level(png_level)
         self._encoder = cf.ThreadPoolExecutor(encode_threads, thread_name_prefix="parvox-encode")
         op = Operation(
             "slice",

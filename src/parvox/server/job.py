@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, TextIO
 from parvox.comm import get_comm
 from parvox.errors import ParameterError
 from parvox.server.params import DEFAULT_MAX_SIZE
+from parvox.server.png import parse_png_level
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -88,8 +89,10 @@ class ServerOptions:
             raise ParameterError("port", f"port must be in [0, 65535], got {self.port}")
         if self.cache_bytes < 0:
             raise ParameterError("cache_bytes", f"cache_bytes must be >= 0, got {self.cache_bytes}")
-        if isinstance(self.png_level, bool) or self.png_level not in range(10):
-            raise ParameterError("png_level", f"png_level must be in [0, 9], got {self.png_level!r}")
+        try:
+            parse_png_level(self.png_level)
+        except ValueError as exc:
+            raise ParameterError("png_level", str(exc)) from None
         for name in ("window", "batch", "max_pending", "max_size", "encode_threads"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
