@@ -21,18 +21,23 @@ ONE_THREAD = {
 }
 
 
-def run_worker_report(nranks: int, argv: Sequence[str], report: str | os.PathLike[str]) -> Any:
+def run_worker_report(
+    nranks: int, argv: Sequence[str], report: str | os.PathLike[str], echo: bool = False
+) -> Any:
     """Run ``python argv...`` on ``nranks`` single-threaded ranks; the JSON it wrote to ``report``.
 
-    Exits the benchmark with the worker's output when the job fails.
+    With ``echo`` the worker's output (its progress bars) goes straight to the terminal;
+    otherwise it is kept and shown only when the job fails. Either way a failed job exits the
+    benchmark.
     """
     from parvox.launch import launch_command
 
     env = dict(os.environ, **ONE_THREAD)
-    proc = subprocess.run(launch_command(nranks, list(argv)), env=env, capture_output=True,
+    proc = subprocess.run(launch_command(nranks, list(argv)), env=env, capture_output=not echo,
                           text=True)
     if proc.returncode != 0:
-        raise SystemExit(f"worker on {nranks} ranks failed:\n{proc.stdout}{proc.stderr}")
+        shown = "" if echo else f":\n{proc.stdout}{proc.stderr}"
+        raise SystemExit(f"worker on {nranks} ranks failed (exit {proc.returncode}){shown}")
     return json.loads(Path(report).read_text())
 
 

@@ -41,14 +41,13 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _shared import save_figure
+from _shared import run_worker_report, save_figure
 
 RESULTS = Path(__file__).resolve().parent / "results" / "osem"
 SHAPE = (280, 150, 150)
@@ -68,8 +67,6 @@ DEFAULT_CONFIGS = ("blocking MPI", "blocking ring", "overlap test", "overlap thr
                    "overlap test 4P")
 PHASES = ("read", "trace", "backproject", "allreduce", "start", "test", "wait", "update",
           "overlap", "subset")
-_ONE_THREAD = {name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                                      "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")}
 
 
 def bench_scanner() -> Any:
@@ -272,17 +269,13 @@ def main() -> None:
         worker(events, repeats, configs, args.report)
         return
 
-    from parvox.launch import launch_command
 
     RESULTS.mkdir(parents=True, exist_ok=True)
     report = RESULTS / f"figures-{events}-{args.ranks}.json"
     argv = [__file__, "--worker", "--events", str(events), "--repeats", str(repeats),
             "--report", str(report), "--configs", args.configs]
     t0 = time.perf_counter()
-    proc = subprocess.run(launch_command(args.ranks, argv), env=dict(os.environ, **_ONE_THREAD))
-    if proc.returncode != 0:
-        raise SystemExit(f"the benchmark worker failed (exit {proc.returncode})")
-    figures = json.loads(report.read_text())
+    figures = run_worker_report(args.ranks, argv, report, echo=True)
     report_figures(figures, events, repeats, args.ranks, time.perf_counter() - t0)
 
 
