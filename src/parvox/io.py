@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXTENSIONS",
+    "check_output_path",
     "check_writable",
     "image_format",
     "image_info",
@@ -212,12 +213,22 @@ def check_writable(path: str | os.PathLike[str]) -> str:
     'png'
     """
     fmt = image_format(path)
+    check_output_path(path)
+    return fmt
+
+
+def check_output_path(path: str | os.PathLike[str]) -> None:
+    """Check that a file can be created at ``path``: its directory exists and it is no directory.
+
+    Examples
+    --------
+    >>> check_output_path("out.anything")
+    """
     parent = Path(path).parent
     if not parent.is_dir():
         raise ValueError(f"{os.fspath(path)}: directory {os.fspath(parent)} does not exist")
     if Path(path).is_dir():
         raise ValueError(f"{os.fspath(path)}: is a directory, not a file")
-    return fmt
 
 
 def _png_array(path: str, array: np.ndarray) -> np.ndarray:

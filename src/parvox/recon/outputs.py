@@ -21,7 +21,6 @@ Examples
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import numpy as np
 
@@ -49,11 +48,7 @@ def check_image_path(path: str | os.PathLike[str]) -> str:
     name = os.fspath(path)
     if not name.lower().endswith(IMAGE_EXTENSIONS):
         raise ValueError(f"{name}: unsupported extension; use one of {', '.join(IMAGE_EXTENSIONS)}")
-    parent = Path(name).parent
-    if not parent.is_dir():
-        raise ValueError(f"{name}: directory {parent} does not exist")
-    if Path(name).is_dir():
-        raise ValueError(f"{name}: is a directory, not a file")
+    io.check_output_path(name)
     return name
 
 
