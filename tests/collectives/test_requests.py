@@ -179,3 +179,17 @@ def test_a_timed_out_native_collective_is_kept_until_mpi_completes_it():
         np.testing.assert_array_equal(
             coll.allreduce(np.ones(3), algorithm="native", comm=comm), np.full(3, 2.0))
     comm.Free()
+
+
+def test_test_calls_are_two_per_round_of_the_longest_schedule():
+    from parvox import collectives as coll
+    from parvox.collectives.requests import CompletedRequest
+
+    ring = coll.iallreduce(np.ones(5), algorithm="ring", progress="test", timeout=60)
+    native = coll.iallreduce(np.ones(5), algorithm="native", timeout=60)
+    assert coll.test_calls(native) == 2
+    assert coll.test_calls([native, ring]) == 2 * max(ring.rounds, 1)
+    assert coll.test_calls(CompletedRequest(None)) == 0
+    assert coll.test_calls(CompletedRequest(None), at_least=8) == 8
+    assert coll.test_calls([], at_least=3) == 3
+    coll.waitall([ring, native])

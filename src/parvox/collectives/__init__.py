@@ -61,7 +61,7 @@ from parvox.collectives.api import (
     scatterv,
 )
 from parvox.collectives.ops import Op, parse_op, reduce_serial
-from parvox.collectives.progress import ProgressUnavailable, overlap, parse_progress
+from parvox.collectives.progress import ProgressUnavailable, overlap, parse_progress, test_calls
 from parvox.collectives.requests import (
     BaseRequest,
     CollectiveError,
@@ -127,6 +127,7 @@ __all__ = [
     "scan",
     "scatter",
     "scatterv",
+    "test_calls",
     "testall",
     "testany",
     "tiles",

@@ -43,6 +43,7 @@ __all__ = [
     "ProgressUnavailable",
     "overlap",
     "parse_progress",
+    "test_calls",
     "thread",
 ]
 
@@ -179,6 +180,28 @@ def thread() -> ProgressThread:
         if _THREAD is None:
             _THREAD = ProgressThread()
         return _THREAD
+
+
+def test_calls(requests: BaseRequest[Any] | Iterable[BaseRequest[Any]], at_least: int = 0) -> int:
+    """Test calls that drive ``requests`` to completion over overlapped work: two per round of
+    the longest schedule (:attr:`BaseRequest.rounds`), and at least ``at_least``.
+
+    A test call moves a schedule on by a round only once that round's messages have arrived,
+    and over shared memory the data only moves inside MPI calls, so about two calls per round
+    finish it before ``wait``. Seed 000's ``4 * P`` ``NBC_Test`` calls are that for its
+    schedules of about ``2 * P`` rounds; pass it as ``at_least`` to keep the seed's floor.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from parvox import collectives
+    >>> req = collectives.iallreduce(np.ones(3), algorithm="native")   # one opaque round
+    >>> test_calls(req), test_calls(req, at_least=8)
+    (2, 8)
+    >>> _ = req.wait()
+    """
+    reqs = [requests] if hasattr(requests, "rounds") else list(requests)  # one, or several
+    return max([at_least, *(2 * r.rounds for r in reqs)])
 
 
 def overlap(

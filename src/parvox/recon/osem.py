@@ -321,9 +321,9 @@ def osem(
 
 
 def _test_calls(tests: int | None, request: Any, size: int) -> int:
-    """Test calls spread over one overlapped subset: ``tests``, or two per round of the
-    request's schedule and at least seed 000's ``4 * size``."""
-    return tests if tests is not None else max(4 * size, 2 * request.rounds)
+    """Test calls spread over one overlapped subset: ``tests``, or
+    :func:`parvox.collectives.test_calls` with seed 000's ``4 * size`` as the floor."""
+    return tests if tests is not None else collectives.test_calls(request, at_least=4 * size)
 
 
 def _bar(total: int, mode: str) -> Any:
