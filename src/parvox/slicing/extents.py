@@ -88,52 +88,54 @@ def grid_ranges(plane: Plane, layout: Layout, keys: np.ndarray) -> np.ndarray:
     return np.stack([k0, k1, l0, l1])
 
 
-def _row_candidates(plane: Plane, layout: Layout) -> Iterator[np.ndarray]:
-    """Per row of extent columns, the extents the (infinite) plane cuts inside the slice's
-    bounding box (exact plane-box test)."""
+def _candidates(plane: Plane, layout: Layout) -> tuple[np.ndarray, np.ndarray, int]:
+    """The extents the (infinite) plane cuts inside the slice's bounding box (exact plane-box
+    test), row of extent columns after row: ``(keys, row of each key, number of rows)``.
+
+    All columns are handled at once (NumPy broadcasting over rows and columns).
+    """
+    none = (np.empty((0, 3), dtype=np.int64), np.empty(0, dtype=np.int64), 0)
     ext = np.asarray(layout.extent, dtype=np.float64)
     last = np.asarray(layout.shape, dtype=np.float64) - 1.0
     corners = plane.corners()
     lo_v = np.maximum(corners.min(axis=0), 0.0)
     hi_v = np.minimum(corners.max(axis=0), last)
     if np.any(lo_v > hi_v + _EPS):
-        return
+        return none
     k_lo = np.floor(lo_v / ext).astype(np.int64)
     k_hi = np.minimum(np.floor(hi_v / ext).astype(np.int64), np.asarray(layout.nextents) - 1)
     _, n, _ = _frame(plane)
     c = corners[0]  # a point of the plane
     d = int(np.argmax(np.abs(n)))
     a, b = [ax for ax in range(3) if ax != d]
-    kb = np.arange(k_lo[b], k_hi[b] + 1)
-    b_lo = kb * ext[b]
-    b_hi = np.minimum((kb + 1) * ext[b], last[b])
-    for ka in range(k_lo[a], k_hi[a] + 1):
-        a_lo = ka * ext[a]
-        a_hi = min((ka + 1) * ext[a], last[a])
-        # plane: n.(q - c) = 0  ->  q_d = c_d - (n_a (q_a - c_a) + n_b (q_b - c_b)) / n_d
-        qd = [
-            c[d] - (n[a] * (qa - c[a]) + n[b] * (qb - c[b])) / n[d]
-            for qa in (a_lo, a_hi)
-            for qb in (b_lo, b_hi)
-        ]
-        qmin = np.min(qd, axis=0) - _EPS
-        qmax = np.max(qd, axis=0) + _EPS
-        # the owned boxes along d cover [0, n-1]; a sample exactly at k*E belongs to extent k
-        d_first = np.maximum(np.floor(np.maximum(qmin, 0.0) / ext[d]).astype(np.int64), k_lo[d])
-        d_last = np.minimum(np.floor(np.minimum(qmax, last[d]) / ext[d]).astype(np.int64), k_hi[d])
-        counts = np.where((qmax >= 0.0) & (qmin <= last[d]), d_last - d_first + 1, 0)
-        counts = np.maximum(counts, 0)
-        total = int(counts.sum())
-        if total == 0:
-            yield np.empty((0, 3), dtype=np.int64)
-            continue
-        col = np.repeat(np.arange(len(kb)), counts)
-        run = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
-        keys = np.empty((total, 3), dtype=np.int64)
-        keys[:, d] = d_first[col] + run
-        keys[:, a] = ka
-        keys[:, b] = kb[col]
-        yield keys
+    ka = np.arange(k_lo[a], k_hi[a] + 1)[:, None]  # rows
+    kb = np.arange(k_lo[b], k_hi[b] + 1)[None, :]  # columns of a row
+    a_lo, a_hi = ka * ext[a], np.minimum((ka + 1) * ext[a], last[a])
+    b_lo, b_hi = kb * ext[b], np.minimum((kb + 1) * ext[b], last[b])
+    # plane: n.(q - c) = 0  ->  q_d = c_d - (n_a (q_a - c_a) + n_b (q_b - c_b)) / n_d,
+    # over the four edges of each column
+    qd = np.stack(np.broadcast_arrays(*(
+        c[d] - (n[a] * (qa - c[a]) + n[b] * (qb - c[b])) / n[d]
+        for qa in (a_lo, a_hi)
+        for qb in (b_lo, b_hi)
+    )))  # fmt: skip
+    qmin = qd.min(axis=0) - _EPS
+    qmax = qd.max(axis=0) + _EPS
+    # the owned boxes along d cover [0, n-1]; a sample exactly at k*E belongs to extent k
+    d_first = np.maximum(np.floor(np.maximum(qmin, 0.0) / ext[d]).astype(np.int64), k_lo[d])
+    d_last = np.minimum(np.floor(np.minimum(qmax, last[d]) / ext[d]).astype(np.int64), k_hi[d])
+    counts = np.where((qmax >= 0.0) & (qmin <= last[d]), d_last - d_first + 1, 0)
+    counts = np.maximum(counts, 0).reshape(-1)
+    total = int(counts.sum())
+    if total == 0:
+        return none[0], none[1], ka.size
+    col = np.repeat(np.arange(counts.size), counts)  # (row, column) pair of each key
+    run = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+    keys = np.empty((total, 3), dtype=np.int64)
+    keys[:, d] = d_first.reshape(-1)[col] + run
+    keys[:, a] = np.broadcast_to(ka, qmin.shape).reshape(-1)[col]
+    keys[:, b] = np.broadcast_to(kb, qmin.shape).reshape(-1)[col]
+    return keys, col // kb.size, ka.size
 
 
 def _in_rectangle(plane: Plane, layout: Layout, keys: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -150,8 +152,10 @@ def iter_cut_extents(plane: Plane, layout: Layout) -> Iterator[np.ndarray]:
     ndarray of int64, shape (n, 3)
         Extent indices ``(kz, ky, kx)`` (possibly none for a row).
     """
-    for keys in _row_candidates(plane, layout):
-        yield _in_rectangle(plane, layout, keys)[0]
+    keys, row, nrows = _candidates(plane, layout)
+    bounds = np.searchsorted(row, np.arange(nrows + 1))
+    for r in range(nrows):
+        yield _in_rectangle(plane, layout, keys[bounds[r] : bounds[r + 1]])[0]
 
 
 def cut_extents(
@@ -161,9 +165,7 @@ def cut_extents(
 
     With ``return_ranges`` also their sample ranges (``(4, n)``, see :func:`grid_ranges`).
     """
-    rows = list(_row_candidates(plane, layout))
-    keys = np.concatenate(rows) if rows else np.empty((0, 3), dtype=np.int64)
-    keys, rng = _in_rectangle(plane, layout, keys)
+    keys, rng = _in_rectangle(plane, layout, _candidates(plane, layout)[0])
     order = np.argsort(layout.linear_index(keys[:, 0], keys[:, 1], keys[:, 2]), kind="stable")
     return (keys[order], rng[:, order]) if return_ranges else keys[order]
 
