@@ -185,7 +185,12 @@ class Dataflow:
         self._status_fn = status
         self._poll = float(poll)
         self._outbox: queue.SimpleQueue[tuple[int, int, np.ndarray]] = queue.SimpleQueue()
-        self._cond = threading.Condition()
+        # Room in the windows: a token for one rank waits on that rank's condition and is
+        # woken alone when a slot there frees (not with every waiting request); tokens with
+        # several candidates wait on ``_cond``. All share one lock.
+        window_lock = threading.Lock()
+        self._cond = threading.Condition(window_lock)
+        self._room = [threading.Condition(window_lock) for _ in range(self.size)]
         self._inflight = [0] * self.size
         #: most tokens ever in flight to each destination from this rank
         self.max_inflight = [0] * self.size
@@ -310,7 +315,8 @@ class Dataflow:
                         dest = self._pick(cands, sent)
                         if dest is None:
                             left = deadline.left()
-                            self._cond.wait(0.02 if left is None else min(0.02, left))
+                            room = self._room[cands[0]] if len(cands) == 1 else self._cond
+                            room.wait(0.02 if left is None else min(0.02, left))
                         else:
                             self._inflight[dest] += 1
                             self.max_inflight[dest] = max(
@@ -352,6 +358,7 @@ class Dataflow:
     def _deliver(self, src: int, rid: int, seq: int, payload: Any, err: Any) -> None:
         with self._cond:
             self._inflight[src] -= 1
+            self._room[src].notify()
             self._cond.notify_all()
         results = self._requests.get(rid)
         if results is not None:
