@@ -158,9 +158,10 @@ def test_extents_by_rank_partition_the_cut_in_read_order():
             # this rank's parts are exactly the reference's pixels on its extents
             keys, ranges = groups[rank]
             parts = source.read_parts(plane, keys, ranges)
-            assert {p.extent for p in parts} <= set(
+            assert {p.extent for p in parts.parts()} <= set(
                 source.layout.linear_index(*keys.T).tolist() if len(keys) else []
             )
+            assert parts.counts.sum() == parts.index.size == len(parts.values)
     comm.Barrier()
     if rank == 0:
         shutil.rmtree(root)

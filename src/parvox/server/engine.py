@@ -70,7 +70,7 @@ from parvox.slicing import (
     unpack_parts,
 )
 from parvox.slicing.levels import plane_at_level
-from parvox.slicing.source import Key, SliceSource, range_map
+from parvox.slicing.source import Key, SliceSource
 from parvox.volume import DEFAULT_CACHE_BYTES, DiskMap, VolumeStore
 
 if TYPE_CHECKING:
@@ -260,9 +260,8 @@ class SliceService:
 
     def _extract(self, work: tuple[dict[str, Any], list[tuple[Key, np.ndarray]]]) -> np.ndarray:
         token, blocks = work
-        ranges = range_map(token["keys"], token["ranges"])
         src = self.source.level_source(token["level"])
-        parts = src.parts_of(token["plane"], blocks, ranges)
+        parts = src.parts_of(token["plane"], blocks, token["keys"], token["ranges"])
         return pack_parts(parts, self.meta.channels)
 
     def _init(self, request: tuple[Plane, int]) -> tuple[Plane, Any]:

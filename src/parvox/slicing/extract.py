@@ -26,7 +26,7 @@ import concurrent.futures as cf
 import dataclasses
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -37,13 +37,14 @@ from parvox.slicing.levels import plane_at_level
 from parvox.slicing.plane import Plane
 from parvox.slicing.resample import (
     Part,
+    PartBatch,
     PartExtractor,
     finish_slice,
     merge_parts,
     new_rows,
     place_rows,
 )
-from parvox.slicing.source import SliceSource, as_key, extract_blocks, range_map
+from parvox.slicing.source import SliceSource, as_key, extract_blocks
 from parvox.volume.cache import DEFAULT_CACHE_BYTES, ExtentReader
 from parvox.volume.config import DiskMap
 from parvox.volume.layout import Layout
@@ -78,30 +79,29 @@ def extract_parts(
     ranges: np.ndarray | None = None,
     pool: cf.Executor | None = None,
     out: np.ndarray | None = None,
-) -> list[Part]:
-    """Read ``keys`` through ``reader`` and extract each extent's part as soon as it is read.
+) -> PartBatch:
+    """Read ``keys`` through ``reader`` and extract the extents' parts as they are read.
 
     ``ranges`` (``(4, n)``, from ``extents_on_disks(..., return_ranges=True)``) saves
     recomputing the sample ranges. With ``pool`` (the seed's several ComputeServer threads
-    per process) the kernels, which release the GIL, run in its threads. Empty parts (the
-    plane grazes an extent between samples) are dropped. With ``out`` (zoom 1: the slice's
-    rows from :func:`~parvox.slicing.resample.new_rows`) the pixels are written there and
-    no parts are returned. :meth:`SliceSource.read_parts` is this with the source's reader.
+    per process) the kernels, which release the GIL, run in its threads. With ``out``
+    (zoom 1: the slice's rows from :func:`~parvox.slicing.resample.new_rows`) the pixels are
+    written there and the batch is empty. :meth:`SliceSource.read_parts` is this with the
+    source's reader.
     """
-    keys = [as_key(key) for key in keys]
-    if not keys:
-        return []
-    karr = np.asarray(keys, dtype=np.int64)
+    karr = np.asarray([as_key(key) for key in keys], dtype=np.int64).reshape(-1, 3)
     rng = grid_ranges(plane, layout, karr) if ranges is None else ranges
-    blocks = reader.read_many(keys)
-    return extract_blocks(PartExtractor(layout, plane, out), blocks, range_map(karr, rng), pool)
+    blocks = reader.read_many(map(tuple, karr.tolist()))
+    return extract_blocks(PartExtractor(layout, plane, out), blocks, karr, rng, pool)
 
 
-def pack_parts(parts: list[Part], channels: int, request: int = 0) -> np.ndarray:
+def pack_parts(
+    parts: PartBatch | Sequence[Part], channels: int, request: int = 0
+) -> np.ndarray:
     """One ``uint8`` buffer holding ``parts``: a header of int64
     ``[request, n, (extent, count) * n]``, then all pixel indices (int64), then all values
     (float32, ``channels`` per pixel). ``request`` tags the message (a server with several
-    requests in flight reads it back with :func:`message_request`).
+    requests in flight reads it back with :func:`message_request`). Empty parts are left out.
 
     Examples
     --------
@@ -111,20 +111,19 @@ def pack_parts(parts: list[Part], channels: int, request: int = 0) -> np.ndarray
     >>> message_request(buf), q.extent, q.index.tolist(), q.values.ravel().tolist()
     (42, 7, [1, 5], [1.0, 1.0])
     """
-    header = np.empty(2 + 2 * len(parts), dtype=np.int64)
+    batch = parts if isinstance(parts, PartBatch) else PartBatch.from_parts(parts, channels)
+    live = batch.counts > 0
+    n = int(np.count_nonzero(live))
+    header = np.empty(2 + 2 * n, dtype=np.int64)
     header[0] = request
-    header[1] = len(parts)
-    header[2::2] = [p.extent for p in parts]
-    header[3::2] = [p.index.size for p in parts]
-    index = np.concatenate([p.index for p in parts]) if parts else np.empty(0, np.int64)
-    values = (
-        np.concatenate([p.values for p in parts]) if parts else np.empty((0, channels), np.float32)
-    )
+    header[1] = n
+    header[2::2] = batch.extents[live]
+    header[3::2] = batch.counts[live]
     return np.concatenate(
         [
             header.view(np.uint8),
-            index.astype(np.int64, copy=False).view(np.uint8),
-            np.ascontiguousarray(values, dtype=np.float32).reshape(-1).view(np.uint8),
+            np.ascontiguousarray(batch.index, dtype=np.int64).view(np.uint8),
+            np.ascontiguousarray(batch.values, dtype=np.float32).reshape(-1).view(np.uint8),
         ]
     )
 
@@ -254,7 +253,7 @@ class SliceEngine(SliceSource):
         """The extents ``plane`` cuts on this rank's disks, in read order."""
         return self.extents_by_rank(plane)[self.rank][0]
 
-    def local_parts(self, plane: Plane, out: np.ndarray | None = None) -> list[Part]:
+    def local_parts(self, plane: Plane, out: np.ndarray | None = None) -> PartBatch:
         """Read this rank's extents and extract their parts (I/O overlapping extraction).
 
         With ``out`` (zoom 1: slice rows from :func:`~parvox.slicing.resample.new_rows`) the
@@ -263,12 +262,13 @@ class SliceEngine(SliceSource):
         t0 = time.perf_counter()
         keys, rng = self.extents_by_rank(plane)[self.rank]
         parts = self.read_parts(plane, keys, rng, out=out)
-        self.stats = SliceStats(len(keys), len(parts), 0, time.perf_counter() - t0)
+        nparts = int(np.count_nonzero(parts.counts))
+        self.stats = SliceStats(len(keys), nparts, 0, time.perf_counter() - t0)
         return parts
 
     def gather_parts(
         self,
-        parts: list[Part],
+        parts: PartBatch,
         root: int = 0,
         error: BaseException | None = None,
         rows: np.ndarray | None = None,
@@ -284,7 +284,7 @@ class SliceEngine(SliceSource):
         if comm.Get_size() == 1:
             if error is not None:
                 raise error
-            return parts
+            return parts.parts()
         from mpi4py import MPI
 
         mine = self.rank == root
@@ -309,7 +309,7 @@ class SliceEngine(SliceSource):
         failed = [(r, m) for r, (_, m) in enumerate(info) if m is not None]
         if failed:
             raise SliceError(f"rank {failed[0][0]} failed extracting its parts: {failed[0][1]}")
-        allparts = list(parts)
+        allparts = parts.parts()
         for r in range(comm.Get_size()):
             if r != root and counts[r]:
                 chunk = recv[displs[r] : displs[r] + counts[r]]
@@ -355,7 +355,7 @@ class SliceEngine(SliceSource):
     def _extract_here(self, plane: Plane, root: int, raw: bool) -> np.ndarray | None:
         """:meth:`extract` of ``plane`` (this level's voxel coordinates) at this level."""
         error: BaseException | None = None
-        parts: list[Part] = []
+        parts = PartBatch.from_parts([], self.channels)
         # zoom 1 on root: every pixel is written straight into the slice (parts are disjoint)
         rows = new_rows(plane, self.channels) if plane.zoom == 1 and self.rank == root else None
         try:

@@ -27,9 +27,12 @@ Examples
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 import numba
 import numpy as np
+from numba import types
+from numba.extending import intrinsic
 
 from parvox.slicing.extents import grid_ranges
 from parvox.slicing.plane import Plane
@@ -37,6 +40,7 @@ from parvox.volume.layout import Layout
 
 __all__ = [
     "Part",
+    "PartBatch",
     "PartExtractor",
     "extract_part",
     "finish_slice",
@@ -65,12 +69,84 @@ class Part:
     values: np.ndarray
 
 
+@dataclasses.dataclass(frozen=True)
+class PartBatch:
+    """The parts of several extents, end to end (what one kernel call computes).
+
+    Attributes
+    ----------
+    extents : ndarray of int64, shape (n,)
+        Linear indices of the extents.
+    counts : ndarray of int64, shape (n,)
+        Pixels of each extent's part (0: the plane grazes the extent between samples, or the
+        pixels were written in place).
+    index : ndarray of int64, shape (counts.sum(),)
+        The parts' flat pixel indices, extent after extent.
+    values : ndarray of float32, shape (counts.sum(), C)
+        The parts' values, likewise.
+
+    Examples
+    --------
+    >>> b = PartBatch.from_parts([Part(4, np.array([0, 1]), np.ones((2, 1), np.float32))])
+    >>> b.counts.tolist(), [p.extent for p in b.parts()]
+    ([2], [4])
+    """
+
+    extents: np.ndarray
+    counts: np.ndarray
+    index: np.ndarray
+    values: np.ndarray
+
+    @classmethod
+    def from_parts(cls, parts: Sequence[Part], channels: int = 1) -> PartBatch:
+        """The batch of ``parts`` (``channels`` gives the values' width when there are none)."""
+        if not parts:
+            return cls(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64),
+                       np.empty((0, channels), np.float32))
+        return cls(
+            np.asarray([p.extent for p in parts], dtype=np.int64),
+            np.asarray([p.index.size for p in parts], dtype=np.int64),
+            np.concatenate([np.asarray(p.index, np.int64) for p in parts]),
+            np.concatenate([np.asarray(p.values, np.float32) for p in parts]),
+        )
+
+    @classmethod
+    def concat(cls, batches: Sequence[PartBatch]) -> PartBatch:
+        """The batches end to end (at least one)."""
+        if len(batches) == 1:
+            return batches[0]
+        return cls(*(np.concatenate([getattr(b, f) for b in batches])
+                     for f in ("extents", "counts", "index", "values")))
+
+    def parts(self) -> list[Part]:
+        """The non-empty parts, in order."""
+        ends = np.cumsum(self.counts).tolist()
+        starts = [0, *ends][: len(ends)]
+        return [
+            Part(ext, self.index[a:b], self.values[a:b])
+            for ext, a, b in zip(self.extents.tolist(), starts, ends, strict=True)
+            if b > a
+        ]
+
+
+@intrinsic
+def _as_pointer(typingctx, address):  # pragma: no cover (compiled)
+    """The ``void *`` of an integer address (for :func:`numba.carray` over a block's data)."""
+    sig = types.voidptr(types.intp)
+
+    def codegen(context, builder, signature, args):
+        return builder.inttoptr(args[0], context.get_value_type(types.voidptr))
+
+    return sig, codegen
+
+
 @numba.njit(nogil=True, cache=True, inline="always")
-def _owned(b0, b1, b2, prm, li, lo, hi, last):  # pragma: no cover
+def _owned(b0, b1, b2, d0, d1, d2, li, lo, hi, last):  # pragma: no cover
+    # floor(p) in [lo, hi) and p <= last on every axis (lo, hi integers): p at sample li
     lf = np.float64(li)
-    p0 = b0 + lf * prm[6]
-    p1 = b1 + lf * prm[7]
-    p2 = b2 + lf * prm[8]
+    p0 = b0 + lf * d0
+    p1 = b1 + lf * d1
+    p2 = b2 + lf * d2
     return (
         lo[0] <= p0 < hi[0] and p0 <= last[0]
         and lo[1] <= p1 < hi[1] and p1 <= last[1]
@@ -78,128 +154,138 @@ def _owned(b0, b1, b2, prm, li, lo, hi, last):  # pragma: no cover
     )  # fmt: skip
 
 
-@numba.njit(nogil=True, cache=True)
-def _extract_kernel(block, lo, hi, last, prm, k0, k1, l0, l1, zoom, width, out):  # pragma: no cover
-    # block: (ez+1, ey+1, ex+1, C); lo/hi: owned floor range [lo, hi) per axis (voxel indices);
-    # last: n-1 per axis; prm: origin(3), dk(3), dl(3); samples k in [k0, k1), l in [l0, l1).
-    # out: the slice's (H*W, C) rows to write into (zoom 1 only), or (0, C) to return the part.
-    nch = block.shape[3]
+@numba.njit(nogil=True, cache=True, inline="always")
+def _narrow(base, d, low, high, la, lb):  # pragma: no cover
+    """Narrow the row's sample interval ``[la, lb]`` to where ``base + l * d`` lies in
+    ``[low, high]`` (with one sample of margin); ``la > lb`` when it never does."""
+    if d == 0.0:
+        if base < low - 1e-9 or base > high + 1e-9:
+            return 1.0, 0.0
+        return la, lb
+    t0 = (low - base) / d
+    t1 = (high - base) / d
+    if t0 > t1:
+        t0, t1 = t1, t0
+    return max(la, np.floor(t0) - 1.0), min(lb, np.ceil(t1) + 1.0)
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _extent_samples(
+    blk, nch, strides, lo, hi, last, prm, k0, k1, l0, l1, zoom, width, out, index, values, m
+):  # pragma: no cover
+    # blk: the extent's voxels, flat (C order: z, y, x, channel); strides: of z, y, x in blk.
+    # lo/hi: owned floor range [lo, hi) per axis (floats); last: n-1 per axis; prm: origin(3),
+    # dk(3), dl(3); samples k in [k0, k1), l in [l0, l1). Writes the part at index/values[m:]
+    # (or, with zoom 1 and a non-empty out, straight into out's rows); returns the new m.
+    sz, sy, sx = strides
+    d0, d1, d2 = prm[6], prm[7], prm[8]
+    last = (last[0], last[1], last[2])
+    into = zoom == 1 and out.shape[0] > 0
     i0 = k0 // zoom
     j0 = l0 // zoom
-    ni = (k1 - 1) // zoom - i0 + 1
-    nj = (l1 - 1) // zoom - j0 + 1
-    direct = zoom == 1  # one sample per pixel: write the outputs straight away
-    into = direct and out.shape[0] > 0
-    if direct:
-        acc = np.zeros((1, 1, nch), np.float64)
-        hit = np.zeros((1, 1), np.bool_)
-        size = 0 if into else (k1 - k0) * (l1 - l0)
-        dindex = np.empty(size, np.int64)
-        dvalues = np.empty((size, nch), np.float32)
-    else:
-        acc = np.zeros((ni, nj, nch), np.float64)
-        hit = np.zeros((ni, nj), np.bool_)
-        dindex = np.empty(0, np.int64)
-        dvalues = np.empty((0, nch), np.float32)
-    m = 0
-    lo0, lo1, lo2 = lo[0], lo[1], lo[2]
+    ni = (k1 - 1) // zoom - i0 + 1 if zoom > 1 else 1
+    nj = (l1 - 1) // zoom - j0 + 1 if zoom > 1 else 1
+    acc = np.zeros((ni, nj, nch) if zoom > 1 else (1, 1, nch), np.float64)
+    hit = np.zeros((ni, nj) if zoom > 1 else (1, 1), np.bool_)
+    ilo0, ilo1, ilo2 = int(lo[0]), int(lo[1]), int(lo[2])
     for k in range(k0, k1):
         kf = np.float64(k)
         b0 = prm[0] + kf * prm[3]
         b1 = prm[1] + kf * prm[4]
         b2 = prm[2] + kf * prm[5]
         # conservative l interval of this row from the three slab constraints
-        la = np.float64(l0)
-        lb = np.float64(l1 - 1)
-        empty = False
-        for a in range(3):
-            base = b0 if a == 0 else (b1 if a == 1 else b2)
-            d = prm[6 + a]
-            low = max(np.float64(lo[a]), 0.0)
-            high = min(np.float64(hi[a]), last[a])
-            if d == 0.0:
-                if base < low - 1e-9 or base > high + 1e-9:
-                    empty = True
-            else:
-                t0 = (low - base) / d
-                t1 = (high - base) / d
-                if t0 > t1:
-                    t0, t1 = t1, t0
-                la = max(la, np.floor(t0) - 1.0)
-                lb = min(lb, np.ceil(t1) + 1.0)
-        if empty or la > lb:
+        la, lb = np.float64(l0), np.float64(l1 - 1)
+        la, lb = _narrow(b0, d0, lo[0], min(hi[0], last[0]), la, lb)
+        la, lb = _narrow(b1, d1, lo[1], min(hi[1], last[1]), la, lb)
+        la, lb = _narrow(b2, d2, lo[2], min(hi[2], last[2]), la, lb)
+        if la > lb:
             continue
-        # The sample is owned when lo <= p < hi and p <= last on every axis (lo, hi are
-        # integers, so this is "floor(p) in [lo, hi)"). Each p is monotonic in l, so the owned
-        # samples of the row form one interval: trim the conservative ends to it exactly.
+        # Each p is monotonic in l, so the owned samples of the row form one interval: trim
+        # the conservative ends to it exactly.
         first = int(la)
         stop = int(lb) + 1
-        while first < stop and not _owned(b0, b1, b2, prm, first, lo, hi, last):
+        while first < stop and not _owned(b0, b1, b2, d0, d1, d2, first, lo, hi, last):
             first += 1
-        while stop > first and not _owned(b0, b1, b2, prm, stop - 1, lo, hi, last):
+        while stop > first and not _owned(b0, b1, b2, d0, d1, d2, stop - 1, lo, hi, last):
             stop -= 1
         for li in range(first, stop):
             lf = np.float64(li)
-            p0 = b0 + lf * prm[6]
-            p1 = b1 + lf * prm[7]
-            p2 = b2 + lf * prm[8]
+            p0 = b0 + lf * d0
+            p1 = b1 + lf * d1
+            p2 = b2 + lf * d2
             f0 = np.floor(p0)
             f1 = np.floor(p1)
             f2 = np.floor(p2)
-            a0 = int(f0) - lo0
-            a1 = int(f1) - lo1
-            a2 = int(f2) - lo2
             t0 = p0 - f0
             t1 = p1 - f1
             t2 = p2 - f2
             s0 = 1.0 - t0
             s1 = 1.0 - t1
             s2 = 1.0 - t2
+            q = (int(f0) - ilo0) * sz + (int(f1) - ilo1) * sy + (int(f2) - ilo2) * sx
+            row = k * width + li
             pi = k // zoom - i0
             pj = li // zoom - j0
-            row = k * width + li
-            if into:
-                pass
-            elif direct:
-                dindex[m] = row
-            else:
+            if zoom > 1:
                 hit[pi, pj] = True
+            elif not into:
+                index[m] = row
             for c in range(nch):
                 v = (
-                    s0 * (s1 * (s2 * np.float64(block[a0, a1, a2, c])
-                                + t2 * np.float64(block[a0, a1, a2 + 1, c]))
-                          + t1 * (s2 * np.float64(block[a0, a1 + 1, a2, c])
-                                  + t2 * np.float64(block[a0, a1 + 1, a2 + 1, c])))
-                    + t0 * (s1 * (s2 * np.float64(block[a0 + 1, a1, a2, c])
-                                  + t2 * np.float64(block[a0 + 1, a1, a2 + 1, c]))
-                            + t1 * (s2 * np.float64(block[a0 + 1, a1 + 1, a2, c])
-                                    + t2 * np.float64(block[a0 + 1, a1 + 1, a2 + 1, c])))
+                    s0 * (s1 * (s2 * np.float64(blk[q]) + t2 * np.float64(blk[q + sx]))
+                          + t1 * (s2 * np.float64(blk[q + sy])
+                                  + t2 * np.float64(blk[q + sy + sx])))
+                    + t0 * (s1 * (s2 * np.float64(blk[q + sz])
+                                  + t2 * np.float64(blk[q + sz + sx]))
+                            + t1 * (s2 * np.float64(blk[q + sz + sy])
+                                    + t2 * np.float64(blk[q + sz + sy + sx])))
                 )  # fmt: skip
-                if into:
-                    out[row, c] = v
-                elif direct:
-                    dvalues[m, c] = v
-                else:
+                if zoom > 1:
                     acc[pi, pj, c] += v
-            m += 1
-    if direct:
-        return dindex[:m].copy(), dvalues[:m].copy()
-    n = 0
-    for pi in range(ni):
-        for pj in range(nj):
-            if hit[pi, pj]:
-                n += 1
-    index = np.empty(n, np.int64)
-    values = np.empty((n, nch), np.float32)
-    m = 0
-    for pi in range(ni):
-        for pj in range(nj):
-            if hit[pi, pj]:
-                index[m] = (i0 + pi) * width + (j0 + pj)
-                for c in range(nch):
-                    values[m, c] = acc[pi, pj, c]
+                elif into:
+                    out[row, c] = v
+                else:
+                    values[m, c] = v
+                q += 1
+            if zoom == 1 and not into:
                 m += 1
-    return index, values
+    if zoom > 1:
+        for pi in range(ni):
+            for pj in range(nj):
+                if hit[pi, pj]:
+                    index[m] = (i0 + pi) * width + (j0 + pj)
+                    for c in range(nch):
+                        values[m, c] = acc[pi, pj, c]
+                    m += 1
+    return m
+
+
+@numba.njit(nogil=True, cache=True)
+def _extract_kernel(
+    addresses, like, slot, bounds, ranges, last, prm, zoom, width, out, index, values, counts
+):  # pragma: no cover
+    # addresses: (n,) of the extents' C-contiguous blocks, dtype of like, shape slot (4,);
+    # bounds: (n, 6) float64 lo(3), hi(3); ranges: (n, 4) int64 k0, k1, l0, l1.
+    # Returns the number of rows written to index/values; counts[e]: extent e's share.
+    nch = slot[3]
+    size = slot[0] * slot[1] * slot[2] * nch
+    strides = (slot[1] * slot[2] * nch, slot[2] * nch, nch)
+    m = 0
+    for e in range(addresses.size):
+        blk = numba.carray(_as_pointer(addresses[e]), (size,), like.dtype)
+        lo = (bounds[e, 0], bounds[e, 1], bounds[e, 2])
+        hi = (bounds[e, 3], bounds[e, 4], bounds[e, 5])
+        k0, k1, l0, l1 = ranges[e, 0], ranges[e, 1], ranges[e, 2], ranges[e, 3]
+        start = m
+        if k0 < k1 and l0 < l1:
+            if nch == 3:  # RGB: the channel loop unrolled
+                m = _extent_samples(blk, 3, strides, lo, hi, last, prm, k0, k1, l0, l1,
+                                    zoom, width, out, index, values, m)
+            else:
+                m = _extent_samples(blk, nch, strides, lo, hi, last, prm, k0, k1, l0, l1,
+                                    zoom, width, out, index, values, m)
+        counts[e] = m - start
+    return m
 
 
 def extract_part(
@@ -263,31 +349,87 @@ class PartExtractor:
         self.extent = np.asarray(layout.extent, dtype=np.int64)
         self.shape = np.asarray(layout.shape, dtype=np.int64)
         self.last = (self.shape - 1).astype(np.float64)
+        self.slot = tuple(layout.slot_shape)
         self.out = out
 
     def extract(
         self, block: np.ndarray, key: tuple[int, int, int], ranges: tuple[int, int, int, int]
     ) -> Part:
         """The part of extent ``key`` (``ranges`` from ``grid_ranges``); see :func:`extract_part`."""
-        b4 = block if block.ndim == 4 else block[..., None]
-        if b4.shape[:3] != self.layout.slot_shape:
-            raise ValueError(
-                f"block must have shape {self.layout.slot_shape} (+channels), got {block.shape}"
-            )
-        lin = int(self.layout.linear_index(*key))
-        k0, k1, l0, l1 = ranges
-        nch = b4.shape[3]
-        out = self.out
-        if k0 >= k1 or l0 >= l1:
-            return Part(lin, np.empty(0, np.int64), np.empty((0, nch), np.float32))
-        lo = np.multiply(key, self.extent)
-        hi = np.minimum(lo + self.extent, self.shape)
-        index, values = _extract_kernel(
-            b4, lo, hi, self.last, self.params, int(k0), int(k1), int(l0), int(l1),
-            self.plane.zoom, self.plane.size[1],
-            np.empty((0, nch), np.float32) if out is None else out,
+        batch = self.extract_many([block], np.asarray([key]), np.asarray(ranges).reshape(4, 1))
+        return Part(int(batch.extents[0]), batch.index, batch.values)
+
+    def extract_many(
+        self, blocks: Sequence[np.ndarray], keys: np.ndarray, ranges: np.ndarray
+    ) -> PartBatch:
+        """The parts of several extents in one call of the compiled kernel.
+
+        Parameters
+        ----------
+        blocks : sequence of ndarray
+            The extents as read, one per key, all of one dtype and channel count.
+        keys : ndarray, shape (n, 3)
+            Their indices.
+        ranges : ndarray, shape (4, n)
+            Their sample ranges from :func:`~parvox.slicing.extents.grid_ranges`.
+
+        Returns
+        -------
+        PartBatch
+            Extent after extent, in the order given (empty with ``out``: the pixels are in
+            its rows).
+        """
+        keys = np.asarray(keys, dtype=np.int64).reshape(-1, 3)
+        n = len(keys)
+        if len(blocks) != n:
+            raise ValueError(f"blocks: {len(blocks)} blocks for {n} keys")
+        ranges = np.ascontiguousarray(np.asarray(ranges, dtype=np.int64).reshape(4, n).T)
+        if n == 0:
+            return PartBatch.from_parts([], 1 if self.out is None else self.out.shape[1])
+        blocks = [self._checked(b, blocks[0]) for b in blocks]  # keeps the copies alive
+        nch = 1 if blocks[0].ndim == 3 else blocks[0].shape[3]
+        lo = keys * self.extent
+        bounds = np.concatenate([lo, np.minimum(lo + self.extent, self.shape)], axis=1)
+        addresses = np.fromiter(
+            (b.__array_interface__["data"][0] for b in blocks), dtype=np.intp, count=n
+        )
+        out = self.out if self.out is not None else np.empty((0, nch), np.float32)
+        cap = self._capacity(ranges)
+        index = np.empty(cap, np.int64)
+        values = np.empty((cap, nch), np.float32)
+        counts = np.empty(n, np.int64)
+        m = _extract_kernel(
+            addresses, np.empty(0, blocks[0].dtype), np.asarray((*self.slot, nch), np.int64),
+            bounds.astype(np.float64), ranges, self.last, self.params, self.plane.zoom,
+            self.plane.size[1], out, index, values, counts,
         )  # fmt: skip
-        return Part(lin, index, values)
+        extents = self.layout.linear_index(keys[:, 0], keys[:, 1], keys[:, 2])
+        return PartBatch(extents, counts, index[:m], values[:m])
+
+    def _checked(self, block: np.ndarray, first: np.ndarray) -> np.ndarray:
+        """``block`` as the kernel reads it (C order), after checking its shape and dtype
+        (the kernel reads it through its address)."""
+        if block.shape[:3] != self.slot or block.ndim not in (3, 4) or (
+            block.shape[3:] != first.shape[3:] or block.dtype != first.dtype
+        ):
+            raise ValueError(
+                f"block must have shape {self.slot} (+channels) and the dtype and channels "
+                f"of the others, got {block.shape} {block.dtype}"
+            )
+        return block if block.flags.c_contiguous else np.ascontiguousarray(block)
+
+    def _capacity(self, ranges: np.ndarray) -> int:
+        """Rows enough for the parts of extents with these ``(n, 4)`` sample ranges."""
+        if self.out is not None:
+            return 0
+        k0, k1, l0, l1 = ranges.T
+        live = (k0 < k1) & (l0 < l1)
+        z = self.plane.zoom
+        if z == 1:  # every sample is in one extent
+            h, w = self.plane.size
+            return int(min(np.sum(((k1 - k0) * (l1 - l0))[live]), h * w))
+        rows = ((k1 - 1) // z - k0 // z + 1) * ((l1 - 1) // z - l0 // z + 1)
+        return int(np.sum(rows[live]))
 
 
 def new_rows(plane: Plane, channels: int) -> np.ndarray:

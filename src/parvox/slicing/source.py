@@ -28,7 +28,7 @@ Examples
 ...     plane = source.plane(center=(7.5, 7.5, 7.5), normal=(1, 0, 0), size=(16, 16))
 ...     (keys, ranges), = source.extents_by_rank(plane)
 ...     parts = source.read_parts(plane, keys, ranges)
->>> len(keys), sum(p.index.size for p in parts)
+>>> len(keys), parts.index.size
 (4, 256)
 """
 
@@ -46,7 +46,7 @@ from parvox.comm import get_comm
 from parvox.slicing.extents import cut_extents
 from parvox.slicing.levels import AUTO, auto_level, parse_level
 from parvox.slicing.plane import Plane
-from parvox.slicing.resample import Part, PartExtractor
+from parvox.slicing.resample import PartBatch, PartExtractor
 from parvox.volume.cache import DEFAULT_CACHE_BYTES, ExtentReader
 from parvox.volume.config import DiskMap, resolve_disk_map
 from parvox.volume.store import VolumeStore
@@ -54,7 +54,7 @@ from parvox.volume.store import VolumeStore
 if TYPE_CHECKING:
     from mpi4py import MPI
 
-__all__ = ["Key", "SliceSource", "as_key", "extract_blocks", "range_map"]
+__all__ = ["CHUNK", "Key", "SliceSource", "as_key", "extract_blocks"]
 
 #: an extent index ``(kz, ky, kx)``
 Key = tuple[int, int, int]
@@ -72,41 +72,47 @@ def as_key(values: Iterable[Any]) -> Key:
     return kz, ky, kx
 
 
+#: extents per kernel call when extracting blocks as they are read
+CHUNK = 64
+
+
 def extract_blocks(
     extractor: PartExtractor,
     blocks: Iterable[tuple[Key, np.ndarray]],
-    ranges: dict[Key, tuple[int, int, int, int]],
+    keys: np.ndarray,
+    ranges: np.ndarray,
     pool: cf.Executor | None = None,
-) -> list[Part]:
-    """The non-empty parts of ``blocks`` (``(key, block)`` pairs in any order).
+    chunk: int = CHUNK,
+) -> PartBatch:
+    """The parts of ``blocks`` (``(key, block)`` pairs in any order, e.g. as they are read).
 
-    ``ranges`` maps each key to its sample ranges (``grid_ranges``). With ``pool`` the
-    kernels (which release the GIL) run in its threads while ``blocks`` is still being read.
+    ``keys`` (``(n, 3)``) are the extents the blocks belong to and ``ranges`` (``(4, n)``)
+    their sample ranges (``grid_ranges``). The blocks are extracted ``chunk`` at a time, one
+    kernel call each, while the next are still being read; with ``pool`` the kernels (which
+    release the GIL) run in its threads.
     """
-    if pool is not None:
-        futures = [pool.submit(extractor.extract, block, key, ranges[key]) for key, block in blocks]
-        return [p for p in (f.result() for f in futures) if p.index.size]
-    parts = []
-    for key, block in blocks:
-        part = extractor.extract(block, key, ranges[key])
-        if part.index.size:
-            parts.append(part)
-    return parts
+    keys = np.asarray(keys, dtype=np.int64).reshape(-1, 3)
+    ranges = np.asarray(ranges, dtype=np.int64).reshape(4, -1)
+    column = {key: i for i, key in enumerate(map(tuple, keys.tolist()))}
+    batches: list[Any] = []
 
+    def run(group: list[tuple[Key, np.ndarray]]) -> None:
+        cols = [column[key] for key, _ in group]
+        args = ([block for _, block in group], keys[cols], ranges[:, cols])
+        batches.append(extractor.extract_many(*args) if pool is None
+                       else pool.submit(extractor.extract_many, *args))
 
-def range_map(keys: np.ndarray, ranges: np.ndarray) -> dict[Key, tuple[int, int, int, int]]:
-    """``{key: (k0, k1, l0, l1)}`` from ``(n, 3)`` keys and their ``(4, n)`` sample ranges.
-
-    Examples
-    --------
-    >>> range_map(np.array([[0, 1, 2]]), np.array([[0], [4], [1], [3]]))
-    {(0, 1, 2): (0, 4, 1, 3)}
-    """
-    out = {}
-    for key, rng in zip(np.asarray(keys).tolist(), np.asarray(ranges).T.tolist(), strict=True):
-        k0, k1, l0, l1 = (int(r) for r in rng)
-        out[as_key(key)] = (k0, k1, l0, l1)
-    return out
+    group: list[tuple[Key, np.ndarray]] = []
+    for item in blocks:
+        group.append(item)
+        if len(group) == chunk:
+            run(group)
+            group = []
+    if group or not batches:
+        run(group)
+    return PartBatch.concat(
+        [b.result() if isinstance(b, cf.Future) else b for b in batches]
+    )
 
 
 class SliceSource:
@@ -263,29 +269,30 @@ class SliceSource:
         self,
         plane: Plane,
         blocks: Iterable[tuple[Key, np.ndarray]],
-        ranges: dict[Key, tuple[int, int, int, int]],
+        keys: np.ndarray,
+        ranges: np.ndarray,
         out: np.ndarray | None = None,
-    ) -> list[Part]:
-        """The non-empty parts of read ``blocks`` (see :func:`extract_blocks`).
+    ) -> PartBatch:
+        """The parts of read ``blocks`` of extents ``keys`` (see :func:`extract_blocks`).
 
         With ``out`` (zoom 1: the slice's rows from :func:`~parvox.slicing.new_rows`) the
-        pixels are written there and no parts are returned.
+        pixels are written there and the batch is empty.
         """
-        return extract_blocks(PartExtractor(self.layout, plane, out), blocks, ranges, self._pool)
+        extractor = PartExtractor(self.layout, plane, out)
+        return extract_blocks(extractor, blocks, keys, ranges, self._pool)
 
-    def read(self, keys: Iterable[Key]) -> list[tuple[Key, np.ndarray]]:
-        """Read ``keys`` (through the cache); ``(key, block)`` pairs in completion order."""
-        return list(self.reader.read_many([as_key(k) for k in keys]))
+    def read(self, keys: np.ndarray) -> list[tuple[Key, np.ndarray]]:
+        """Read extents ``keys`` (``(n, 3)``, through the cache); ``(key, block)`` pairs in
+        completion order."""
+        return list(self.reader.read_many(map(tuple, np.asarray(keys).tolist())))
 
     def read_parts(
         self, plane: Plane, keys: np.ndarray, ranges: np.ndarray, out: np.ndarray | None = None
-    ) -> list[Part]:
-        """Read ``keys`` and extract each extent's part as soon as it is read.
+    ) -> PartBatch:
+        """Read ``keys`` and extract the parts of the extents as they are read.
 
         ``keys`` and ``ranges`` are one entry of :meth:`extents_by_rank`; ``out`` as in
         :meth:`parts_of`.
         """
-        if not len(keys):
-            return []
-        blocks = self.reader.read_many([as_key(k) for k in np.asarray(keys).tolist()])
-        return self.parts_of(plane, blocks, range_map(keys, ranges), out)
+        blocks = self.reader.read_many(map(tuple, np.asarray(keys).tolist()))
+        return self.parts_of(plane, blocks, keys, ranges, out)

@@ -183,13 +183,18 @@ class ExtentReader:
         finish; the consumer's work (extraction) overlaps the I/O still in flight.
         """
         misses: list[Key] = []
-        for key in keys:
-            key = tuple(int(k) for k in key)  # type: ignore[assignment]
-            block = self._lookup(key)
-            if block is None:
-                misses.append(key)
-            else:
-                yield key, block
+        hits: list[tuple[Key, np.ndarray]] = []
+        with self._lock:  # one lock for all the lookups
+            for key in keys:
+                key = tuple(map(int, key))  # type: ignore[assignment]
+                block = self._cache.get(key)
+                if block is None:
+                    misses.append(key)
+                else:
+                    self._cache.move_to_end(key)
+                    hits.append((key, block))
+            self.stats.hits += len(hits)
+        yield from hits
         if not misses:
             return
         where = [self.store.span(*key) for key in misses]
