@@ -91,7 +91,7 @@ def extract_parts(
     """
     karr = np.asarray([as_key(key) for key in keys], dtype=np.int64).reshape(-1, 3)
     rng = grid_ranges(plane, layout, karr) if ranges is None else ranges
-    blocks = reader.read_many(map(tuple, karr.tolist()))
+    blocks = reader.read_many(karr.tolist())
     return extract_blocks(PartExtractor(layout, plane, out), blocks, karr, rng, pool)
 
 

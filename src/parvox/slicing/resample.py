@@ -272,7 +272,7 @@ def _extract_kernel(
     strides = (slot[1] * slot[2] * nch, slot[2] * nch, nch)
     m = 0
     for e in range(addresses.size):
-        blk = numba.carray(_as_pointer(addresses[e]), (size,), like.dtype)
+        blk = numba.carray(_as_pointer(addresses[e]), (size,), like.dtype)  # type: ignore[call-arg]
         lo = (bounds[e, 0], bounds[e, 1], bounds[e, 2])
         hi = (bounds[e, 3], bounds[e, 4], bounds[e, 5])
         k0, k1, l0, l1 = ranges[e, 0], ranges[e, 1], ranges[e, 2], ranges[e, 3]

@@ -284,7 +284,7 @@ class SliceSource:
     def read(self, keys: np.ndarray) -> list[tuple[Key, np.ndarray]]:
         """Read extents ``keys`` (``(n, 3)``, through the cache); ``(key, block)`` pairs in
         completion order."""
-        return list(self.reader.read_many(map(tuple, np.asarray(keys).tolist())))
+        return list(self.reader.read_many(np.asarray(keys).tolist()))
 
     def read_parts(
         self, plane: Plane, keys: np.ndarray, ranges: np.ndarray, out: np.ndarray | None = None
@@ -294,5 +294,5 @@ class SliceSource:
         ``keys`` and ``ranges`` are one entry of :meth:`extents_by_rank`; ``out`` as in
         :meth:`parts_of`.
         """
-        blocks = self.reader.read_many(map(tuple, np.asarray(keys).tolist()))
+        blocks = self.reader.read_many(np.asarray(keys).tolist())
         return self.parts_of(plane, blocks, keys, ranges, out)

@@ -35,7 +35,7 @@ import itertools
 import os
 import queue
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -174,7 +174,7 @@ class ExtentReader:
         block = self._lookup(key)
         return self._read(key) if block is None else block
 
-    def read_many(self, keys: Iterable[Key]) -> Iterator[tuple[Key, np.ndarray]]:
+    def read_many(self, keys: Iterable[Sequence[int]]) -> Iterator[tuple[Key, np.ndarray]]:
         """Yield ``(key, extent)`` for every key, cache hits first, then the misses.
 
         The misses are announced to the kernel first (``posix_fadvise(WILLNEED)``: it starts
@@ -186,13 +186,13 @@ class ExtentReader:
         hits: list[tuple[Key, np.ndarray]] = []
         with self._lock:  # one lock for all the lookups
             for key in keys:
-                key = tuple(map(int, key))  # type: ignore[assignment]
-                block = self._cache.get(key)
+                k = (int(key[0]), int(key[1]), int(key[2]))
+                block = self._cache.get(k)
                 if block is None:
-                    misses.append(key)
+                    misses.append(k)
                 else:
-                    self._cache.move_to_end(key)
-                    hits.append((key, block))
+                    self._cache.move_to_end(k)
+                    hits.append((k, block))
             self.stats.hits += len(hits)
         yield from hits
         if not misses:
