@@ -31,11 +31,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=8000, help="TCP port (default 8000)")
     parser.add_argument("--config", metavar="MAP", default=None,
                         help="configuration map (JSON/TOML): which rank serves which disks")
-    parser.add_argument("--cache-mb", type=float, default=256.0, metavar="M",
-                        help="LRU extent cache per rank in MiB (default 256)")
+    parser.add_argument("--cache-mb", type=float, default=1024.0, metavar="M",
+                        help="LRU extent cache per rank in MiB (default 1024)")
     parser.add_argument("--window", type=int, default=4,
                         help="tokens in flight per rank (flow control, default 4)")
-    parser.add_argument("--batch", type=int, default=32, help="extents per token (default 32)")
+    parser.add_argument("--batch", type=int, default=128, help="extents per token (default 128)")
     parser.add_argument("--max-pending", type=int, default=64,
                         help="requests accepted at once; more get 503 (default 64)")
     parser.add_argument("--max-size", type=int, default=2048,

@@ -174,7 +174,7 @@ class SliceService:
         cache_bytes: int = DEFAULT_CACHE_BYTES,
         threads: int = 1,
         window: int = 4,
-        batch: int = 32,
+        batch: int = 128,
         max_pending: int = 64,
         max_requests: int = 8,
         request_timeout: float = 60.0,
