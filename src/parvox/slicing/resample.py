@@ -224,9 +224,10 @@ def _extent_samples(
             s2 = 1.0 - t2
             q = (int(f0) - ilo0) * sz + (int(f1) - ilo1) * sy + (int(f2) - ilo2) * sx
             row = k * width + li
-            pi = k // zoom - i0
-            pj = li // zoom - j0
-            if zoom > 1:
+            pi = pj = 0
+            if zoom > 1:  # (integer divisions only where they are needed)
+                pi = k // zoom - i0
+                pj = li // zoom - j0
                 hit[pi, pj] = True
             elif not into:
                 index[m] = row
