@@ -16,8 +16,6 @@ own min-max window unless one is given.
 Examples
 --------
 >>> import numpy as np
-
-from parvox.server.png import encode_png
 >>> png = encode_image(display_pixels(np.array([[0, 128], [255, 7]], np.uint8)), "png")
 >>> png[:8] == b"\\x89PNG\\r\\n\\x1a\\n"
 True
@@ -126,8 +124,6 @@ def encode_slice(
     Examples
     --------
     >>> import numpy as np
-
-from parvox.server.png import encode_png
     >>> raw = np.array([[0.4, 254.6]], np.float32)
     >>> np.load(io.BytesIO(encode_slice(raw, "uint8", "npy"))).dtype
     dtype('float32')

@@ -231,15 +231,20 @@ def _extent_samples(
                 hit[pi, pj] = True
             elif not into:
                 index[m] = row
+            # the eight corner weights, shared by the channels
+            w0 = s0 * s1
+            w1 = s0 * t1
+            w2 = t0 * s1
+            w3 = t0 * t1
+            w000, w001, w010, w011 = w0 * s2, w0 * t2, w1 * s2, w1 * t2
+            w100, w101, w110, w111 = w2 * s2, w2 * t2, w3 * s2, w3 * t2
             for c in range(nch):
                 v = (
-                    s0 * (s1 * (s2 * np.float64(blk[q]) + t2 * np.float64(blk[q + sx]))
-                          + t1 * (s2 * np.float64(blk[q + sy])
-                                  + t2 * np.float64(blk[q + sy + sx])))
-                    + t0 * (s1 * (s2 * np.float64(blk[q + sz])
-                                  + t2 * np.float64(blk[q + sz + sx]))
-                            + t1 * (s2 * np.float64(blk[q + sz + sy])
-                                    + t2 * np.float64(blk[q + sz + sy + sx])))
+                    w000 * np.float64(blk[q]) + w001 * np.float64(blk[q + sx])
+                    + w010 * np.float64(blk[q + sy]) + w011 * np.float64(blk[q + sy + sx])
+                    + w100 * np.float64(blk[q + sz]) + w101 * np.float64(blk[q + sz + sx])
+                    + w110 * np.float64(blk[q + sz + sy])
+                    + w111 * np.float64(blk[q + sz + sy + sx])
                 )  # fmt: skip
                 if zoom > 1:
                     acc[pi, pj, c] += v
