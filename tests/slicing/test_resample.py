@@ -172,3 +172,17 @@ def test_degenerate_volumes(tmp_path, shape):
         for plane in planes:
             np.testing.assert_allclose(eng.extract(plane), reference_slice(vol, plane),
                                        rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "uint16", "int16", "uint32", "int32"])
+def test_finish_slice_is_numpy_rint_and_clip(dtype):
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(4)
+    span = float(info.max) - float(info.min)
+    raw = (rng.random((31, 37, 3)) * span * 1.2 + float(info.min) - 0.1 * span).astype(np.float32)
+    raw.flat[:6] = [0.5, 1.5, 2.5, -0.5, float(info.max) + 0.5, float(info.min) - 3]  # ties: even
+    want = np.clip(np.rint(raw.astype(np.float64)), info.min, info.max).astype(dtype)
+    got = finish_slice(raw, dtype)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(finish_slice(raw[:, ::3], dtype), want[:, ::3])  # strided

@@ -502,7 +502,15 @@ def finish_slice(raw: np.ndarray, dtype: np.dtype | str) -> np.ndarray:
     if dt.kind == "f":
         return raw.astype(dt, copy=False)
     info = np.iinfo(dt)
-    out = np.rint(raw)
-    np.maximum(out, info.min, out=out)  # in place: np.clip allocates and is slower
-    np.minimum(out, info.max, out=out)
-    return out.astype(dt)
+    src = np.ascontiguousarray(raw)
+    out = np.empty(src.shape, dtype=dt)
+    _round_clip(src.reshape(-1), float(info.min), float(info.max), out.reshape(-1))
+    return out
+
+
+@numba.njit(nogil=True, cache=True)
+def _round_clip(raw, lo, hi, out):  # pragma: no cover (compiled)
+    """``out = clip(rint(raw), lo, hi)`` in one pass (NumPy's takes four over the slice)."""
+    for i in range(raw.size):
+        v = np.rint(raw[i])
+        out[i] = lo if v < lo else (hi if v > hi else v)
