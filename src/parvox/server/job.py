@@ -13,7 +13,7 @@ it); its errors are :class:`~parvox.errors.ParameterError` s naming the field.
 Examples
 --------
 >>> ServerOptions(port=8080).cache_bytes
-268435456
+1073741824
 >>> try:
 ...     ServerOptions(window=0)
 ... except ValueError as exc:
