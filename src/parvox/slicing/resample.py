@@ -9,7 +9,10 @@ these sums (in extent order, so the result does not depend on the rank count) an
 ``scipy.ndimage.map_coordinates(order=1, mode='constant', cval=0)``.
 
 The kernel is ``numba.njit(nogil=True, cache=True)``: it releases the GIL, so reads in the
-I/O threads overlap it.
+I/O threads overlap it. One call extracts a whole batch of extents
+(:meth:`PartExtractor.extract_many`, a :class:`PartBatch` back): it reaches each block through
+its address, after Python has checked the block's shape, dtype and memory order, so a batch
+costs one numba dispatch instead of one per extent.
 
 Examples
 --------
