@@ -108,6 +108,8 @@ def test_slice_with_negative_vectors_equals_the_reference(tmp_path, capsys):
         (["serve", "{tmp}", "--window", "0"], "--window", ">= 1"),
         (["serve", "{tmp}", "--dead-after", "-1"], "--dead-after", "> 0"),
         (["serve", "{tmp}", "--cache-mb", "-1e-3"], "--cache-mb", ">= 0"),
+        (["serve", "{tmp}", "--front-share", "-0.5"], "--front-share", "[0, 1]"),
+        (["serve", "{tmp}", "--front-share", "nan"], "--front-share", "[0, 1]"),
         (["serve", "{tmp}", "--config", "{tmp}/none.toml"], "--config", "no such file"),
     ],
 )

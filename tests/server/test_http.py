@@ -92,6 +92,9 @@ def test_info_describes_the_store(server):
     assert info["dtype"] == "uint8" and info["channels"] == 1
     assert info["spacing"] == list(SPACING)
     assert info["ndisks"] == 5 and info["ranks"] == server.nprocs
+    # rank 0 (the front end) serves 0.6 of a worker's share of the disks, dealt round-robin
+    want = {1: [0, 0, 0, 0, 0], 2: [0, 1, 0, 1, 1], 3: [0, 1, 2, 1, 2], 4: [0, 1, 2, 3, 1]}
+    assert info["disk_owner"] == want[server.nprocs]
     assert sorted(info["overview"]) == ["axial", "coronal", "sagittal"]
 
 

@@ -21,7 +21,7 @@ HELP = "serve oblique slices of a volume store over HTTP, with a web viewer"
 _FLAGS = {"host": "--host", "port": "--port", "config": "--config", "cache_bytes": "--cache-mb",
           "window": "--window", "batch": "--batch", "max_pending": "--max-pending",
           "max_size": "--max-size", "dead_after": "--dead-after", "png_level": "--png-level",
-          "encode_threads": "--encode-threads"}
+          "encode_threads": "--encode-threads", "front_share": "--front-share"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,6 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="largest slice side in pixels (default 2048)")
     parser.add_argument("--dead-after", type=float, default=3.0,
                         help="seconds without a heartbeat before a rank counts as dead (default 3)")
+    parser.add_argument("--front-share", type=float, default=0.6, metavar="W",
+                        help="without --config: rank 0's share of the disks against 1 for "
+                             "every other rank, in [0, 1] (it also serves HTTP; default 0.6)")
     parser.add_argument("--png-level", type=int, default=1, metavar="L",
                         help="deflate level of PNG slices, 0-9 (default 1: fast; 1-3 ISA-L, 4-9 zlib)")
     parser.add_argument("--encode-threads", type=int, default=2, metavar="T",
@@ -62,6 +65,7 @@ def validate(args: argparse.Namespace) -> None:
             cache_bytes=int(args.cache_mb * (1 << 20)), window=args.window, batch=args.batch,
             max_pending=args.max_pending, max_size=args.max_size, dead_after=args.dead_after,
             png_level=args.png_level, encode_threads=args.encode_threads,
+            front_share=args.front_share,
         )  # fmt: skip
     except ParameterError as exc:
         raise UsageError(_FLAGS[exc.param], str(exc)) from None

@@ -13,7 +13,13 @@ Examples
 """
 
 from parvox.volume.cache import DEFAULT_CACHE_BYTES, CacheStats, ExtentReader
-from parvox.volume.config import DiskMap, default_disk_map, load_disk_map, parse_disk_map
+from parvox.volume.config import (
+    DiskMap,
+    default_disk_map,
+    load_disk_map,
+    parse_disk_map,
+    weighted_disk_map,
+)
 from parvox.volume.ingest import ingest, ingest_array
 from parvox.volume.layout import DEFAULT_EXTENT, Layout, choose_offsets
 from parvox.volume.phantom import Phantom, phantom
@@ -44,6 +50,7 @@ __all__ = [
     "VolumeStore",
     "choose_offsets",
     "default_disk_map",
+    "weighted_disk_map",
     "ingest",
     "ingest_array",
     "load_disk_map",

@@ -22,7 +22,14 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["DiskMap", "default_disk_map", "load_disk_map", "parse_disk_map", "resolve_disk_map"]
+__all__ = [
+    "DiskMap",
+    "default_disk_map",
+    "load_disk_map",
+    "parse_disk_map",
+    "resolve_disk_map",
+    "weighted_disk_map",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +74,42 @@ def default_disk_map(ndisks: int, nranks: int) -> DiskMap:
     if ndisks < 1:
         raise ValueError(f"ndisks must be >= 1, got {ndisks}")
     return DiskMap(tuple(d % nranks for d in range(ndisks)), nranks)
+
+
+def weighted_disk_map(ndisks: int, weights: Sequence[float]) -> DiskMap:
+    """Deal disks to ranks in proportion to ``weights`` (one per rank).
+
+    Rank ``r`` gets ``ndisks * w_r / sum(w)`` disks, rounded by largest remainder (ties to the
+    lower rank); disks are dealt round-robin, skipping ranks that have their share, so each
+    rank's disks are spread over the store as with :func:`default_disk_map`, which equal
+    weights reproduce.
+
+    Examples
+    --------
+    >>> weighted_disk_map(8, [0.6, 1.0]).owner   # rank 0 also runs a front end
+    (0, 1, 0, 1, 0, 1, 1, 1)
+    >>> weighted_disk_map(5, [1, 1]) == default_disk_map(5, 2)
+    True
+    """
+    w = [float(x) for x in weights]
+    if ndisks < 1:
+        raise ValueError(f"ndisks must be >= 1, got {ndisks}")
+    if not w or any(not (x >= 0.0 and x < float("inf")) for x in w) or sum(w) <= 0.0:
+        raise ValueError(f"weights must be finite, >= 0 and not all 0, got {list(weights)}")
+    exact = [ndisks * x / sum(w) for x in w]
+    quota = [int(q) for q in exact]
+    by_remainder = sorted(range(len(w)), key=lambda r: (-(exact[r] - quota[r]), r))
+    for r in by_remainder[: ndisks - sum(quota)]:
+        quota[r] += 1
+    owner: list[int] = []
+    r = 0
+    for _ in range(ndisks):
+        while quota[r] == 0:
+            r = (r + 1) % len(w)
+        owner.append(r)
+        quota[r] -= 1
+        r = (r + 1) % len(w)
+    return DiskMap(tuple(owner), len(w))
 
 
 def resolve_disk_map(disk_map: DiskMap | None, ndisks: int, nranks: int) -> DiskMap:
