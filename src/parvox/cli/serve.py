@@ -21,7 +21,8 @@ HELP = "serve oblique slices of a volume store over HTTP, with a web viewer"
 _FLAGS = {"host": "--host", "port": "--port", "config": "--config", "cache_bytes": "--cache-mb",
           "window": "--window", "batch": "--batch", "max_pending": "--max-pending",
           "max_size": "--max-size", "dead_after": "--dead-after", "png_level": "--png-level",
-          "encode_threads": "--encode-threads", "front_share": "--front-share"}
+          "encode_threads": "--encode-threads", "front_share": "--front-share",
+          "heap_retain": "--heap-retain"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,6 +46,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--front-share", type=float, default=0.6, metavar="W",
                         help="without --config: rank 0's share of the disks against 1 for "
                              "every other rank, in [0, 1] (it also serves HTTP; default 0.6)")
+    parser.add_argument("--heap-retain", action=argparse.BooleanOptionalAction, default=True,
+                        help="keep freed message buffers in each rank's heap instead of "
+                             "faulting them in again (glibc; default on)")
     parser.add_argument("--png-level", type=int, default=1, metavar="L",
                         help="deflate level of PNG slices, 0-9 (default 1: fast; 1-3 ISA-L, 4-9 zlib)")
     parser.add_argument("--encode-threads", type=int, default=2, metavar="T",
@@ -65,7 +69,7 @@ def validate(args: argparse.Namespace) -> None:
             cache_bytes=int(args.cache_mb * (1 << 20)), window=args.window, batch=args.batch,
             max_pending=args.max_pending, max_size=args.max_size, dead_after=args.dead_after,
             png_level=args.png_level, encode_threads=args.encode_threads,
-            front_share=args.front_share,
+            front_share=args.front_share, heap_retain=args.heap_retain,
         )  # fmt: skip
     except ParameterError as exc:
         raise UsageError(_FLAGS[exc.param], str(exc)) from None
