@@ -82,7 +82,8 @@ class ServerOptions:
     heap_retain : bool
         Keep freed buffers in each rank's heap (:func:`~parvox.server.heap.retain_freed_memory`)
         instead of giving them back to the kernel and faulting them in again for the next
-        message: at 2 ranks on the ``./run`` volume about 12 % less CPU per slice.
+        message: at 2 ranks on the ``./run`` volume 61-64 JPEG slices/s against 55-59 in
+        interleaved runs (``bench/serve_load.py``; ``docs/server.md``, Load).
     """
 
     host: str = "127.0.0.1"
