@@ -154,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="small store, 5 s")
     ap.add_argument("--serve-args", default="",
                     help="extra options of the server started here, e.g. "
-                         "'--config map.json --png-level 6'")
+                         "'--config map.json --png-level 6' (a single option needs the = "
+                         "form: --serve-args=--no-heap-retain)")
     ap.add_argument("--engine-slices", type=int, default=200,
                     help="planes (of those requested) the engine-only run extracts")
     ap.add_argument("--engine-worker", action="store_true", help=argparse.SUPPRESS)
