@@ -222,3 +222,24 @@ def test_configuration_map_option(store, tmp_path):
         assert "disk" in srv.output()
     finally:
         srv.stop()
+
+
+def test_the_printed_url_answers_at_once_even_for_port_0(store, tmp_path):
+    import re
+    import time
+
+    import httpx
+
+    srv = Server(store, 1, "--port", "0", logdir=tmp_path)  # the last --port wins: port 0
+    try:
+        deadline = time.monotonic() + 120
+        while (found := re.search(r"viewer at (http://\S+)/", srv.output())) is None:
+            assert srv.proc.poll() is None, srv.output()
+            assert time.monotonic() < deadline, srv.output()
+            time.sleep(0.01)
+        url = found.group(1)
+        assert not url.endswith(":0")  # the port the system chose
+        # no retry: the socket listens before the URL is printed
+        assert httpx.get(url + "/api/info", timeout=30).status_code == 200
+    finally:
+        srv.stop()

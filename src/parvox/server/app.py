@@ -38,7 +38,7 @@ import importlib.resources
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from starlette.applications import Starlette
@@ -173,10 +173,14 @@ def create_app(service: SliceService, max_size: int = DEFAULT_MAX_SIZE) -> Starl
 
 def serve_http(
     service: SliceService, host: str = "127.0.0.1", port: int = 8000,
-    max_size: int = DEFAULT_MAX_SIZE,
+    max_size: int = DEFAULT_MAX_SIZE, ready: Callable[[int], None] | None = None,
 ) -> None:
     """Run the app with uvicorn until SIGINT/SIGTERM, then return (call on rank 0, which then
-    stops the other ranks)."""
+    stops the other ranks).
+
+    ``ready(port)`` is called once the socket listens (``port`` is the bound one, which
+    differs from ``port=0``), so a URL printed there answers at once.
+    """
     import uvicorn
 
     class _Server(uvicorn.Server):
@@ -202,4 +206,11 @@ def serve_http(
         create_app(service, max_size), host=host, port=port, log_level="warning",
         access_log=False, lifespan="off",
     )
-    _Server(config).run()
+    sock = config.bind_socket()  # as uvicorn would: a failure logs and exits
+    try:
+        sock.listen(config.backlog)  # connections queue from now on instead of being refused
+        if ready is not None:
+            ready(int(sock.getsockname()[1]))
+        _Server(config).run(sockets=[sock])
+    finally:
+        sock.close()

@@ -176,14 +176,17 @@ def run_server(
                 print(f"parvox serve: warning: no overview: {exc}", file=sys.stderr, flush=True)
             m = opened.meta
             host = "127.0.0.1" if options.host in ("0.0.0.0", "") else options.host
-            print(
-                f"parvox serve: {m.shape[0]}x{m.shape[1]}x{m.shape[2]} {m.dtype}"
-                f"{' RGB' if m.channels == 3 else ''} on {m.ndisks} disks, {size} ranks\n"
-                f"parvox serve: viewer at http://{host}:{options.port}/",
-                file=out,
-                flush=True,
-            )
-            serve_http(service, options.host, options.port, options.max_size)
+
+            def listening(port: int) -> None:
+                print(
+                    f"parvox serve: {m.shape[0]}x{m.shape[1]}x{m.shape[2]} {m.dtype}"
+                    f"{' RGB' if m.channels == 3 else ''} on {m.ndisks} disks, {size} ranks\n"
+                    f"parvox serve: viewer at http://{host}:{port}/",
+                    file=out,
+                    flush=True,
+                )
+
+            serve_http(service, options.host, options.port, options.max_size, ready=listening)
             print("parvox serve: stopping", file=sys.stderr, flush=True)
             release_ranks_file()
             service.flow.stop_all()
