@@ -16,8 +16,11 @@ It changes the whole process, so the server's run loop calls it (:class:`ServerO
 
 Examples
 --------
->>> retain_freed_memory()  # on glibc (Linux); False elsewhere
-True
+A server rank calls ``retain_freed_memory()`` once at start (``True`` where it took effect);
+the example leaves the process as it is and shows the limits:
+
+>>> MMAP_THRESHOLD >> 20, TRIM_THRESHOLD >> 20  # MiB
+(32, 512)
 >>> try:
 ...     retain_freed_memory(mmap_threshold=64 << 20)
 ... except ValueError as exc:
