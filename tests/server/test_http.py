@@ -243,3 +243,19 @@ def test_the_printed_url_answers_at_once_even_for_port_0(store, tmp_path):
         assert httpx.get(url + "/api/info", timeout=30).status_code == 200
     finally:
         srv.stop()
+
+
+def test_a_port_in_use_fails_naming_it(store, tmp_path):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        srv = Server(store, 2, "--port", str(port), logdir=tmp_path)
+        try:
+            assert srv.proc.wait(timeout=120) != 0
+            assert f"port {port} on 127.0.0.1: Address already in use" in srv.output()
+            assert "viewer at" not in srv.output()
+        finally:
+            srv.stop()

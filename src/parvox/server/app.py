@@ -36,6 +36,8 @@ import asyncio
 import contextlib
 import importlib.resources
 import signal
+import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -171,6 +173,22 @@ def create_app(service: SliceService, max_size: int = DEFAULT_MAX_SIZE) -> Starl
     return Starlette(routes=routes)
 
 
+def _listening_socket(host: str, port: int, backlog: int) -> socket.socket:
+    """A socket bound to ``host:port`` and listening (connections queue from now on instead of
+    being refused); a port that cannot be bound ends the process with exit code 2 and a line
+    naming it."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(backlog)
+    except OSError as exc:
+        sock.close()
+        sys.stderr.write(f"parvox serve: error: port {port} on {host}: {exc.strerror}\n")
+        raise SystemExit(2) from None
+    return sock
+
+
 def serve_http(
     service: SliceService, host: str = "127.0.0.1", port: int = 8000,
     max_size: int = DEFAULT_MAX_SIZE, ready: Callable[[int], None] | None = None,
@@ -206,9 +224,8 @@ def serve_http(
         create_app(service, max_size), host=host, port=port, log_level="warning",
         access_log=False, lifespan="off",
     )
-    sock = config.bind_socket()  # as uvicorn would: a failure logs and exits
+    sock = _listening_socket(host, port, config.backlog)
     try:
-        sock.listen(config.backlog)  # connections queue from now on instead of being refused
         if ready is not None:
             ready(int(sock.getsockname()[1]))
         _Server(config).run(sockets=[sock])
