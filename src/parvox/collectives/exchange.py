@@ -49,15 +49,15 @@ def _signature(record: np.dtype[Any]) -> int:
 def _check(dest: Array, arrays: list[Array], size: int) -> tuple[int, str]:
     """``(0, "")`` for good input, else the fault's code and message."""
     if dest.ndim != 1 or not (np.issubdtype(dest.dtype, np.integer) or dest.size == 0):
-        return _BAD_DEST, f"dest: expected a 1-D array of ranks, got shape {dest.shape} " \
-                          f"of {dest.dtype}"
+        return _BAD_DEST, (f"dest: expected a 1-D array of ranks, got shape {dest.shape} "
+                           f"of {dest.dtype}")
     if dest.size and (int(dest.min()) < 0 or int(dest.max()) >= size):
-        return _BAD_DEST, f"dest: ranks must lie in [0, {size}), got " \
-                          f"[{int(dest.min())}, {int(dest.max())}]"
+        return _BAD_DEST, (f"dest: ranks must lie in [0, {size}), got "
+                           f"[{int(dest.min())}, {int(dest.max())}]")
     for i, a in enumerate(arrays):
         if a.ndim == 0 or a.shape[0] != dest.size:
-            return _BAD_ARRAYS, f"arrays: array {i} has shape {a.shape}, dest " \
-                                f"{dest.size} elements"
+            return _BAD_ARRAYS, (f"arrays: array {i} has shape {a.shape}, dest "
+                                 f"{dest.size} elements")
         if a.dtype.hasobject:
             return _BAD_ARRAYS, f"arrays: array {i} holds Python objects ({a.dtype})"
     return 0, ""
@@ -120,7 +120,7 @@ def exchange_by_destination(
     if recvcounts.min(initial=0) < 0:
         r = int(np.argmax(recvcounts < 0))
         name = "dest" if recvcounts[r] == _BAD_DEST else "arrays"
-        raise ParameterError(name, f"{name}: rank {r} passed a bad {name}")
+        raise ParameterError(name, f"{name}: rank {r} passed an invalid {name!r} argument")
     if np.any(theirs[:, 1] != theirs[ctx.rank, 1]):
         r = int(np.argmax(theirs[:, 1] != theirs[ctx.rank, 1]))
         raise ParameterError("arrays", f"arrays: rank {r} sends other dtypes or row shapes "
