@@ -608,6 +608,34 @@ class DistArray:
             dst.data[...] = src.data
         return out
 
+    # ------------------------------------------------------------------ layout
+    def redistribute(
+        self,
+        *,
+        grid: BlockGrid | Sequence[int] | None = None,
+        assignment: Assignment | Literal["contiguous", "round_robin"] | None = None,
+        axes: Sequence[int] | None = None,
+        dtype: Any = None,
+        ghost: int | Sequence[int] | None = None,
+        out: DistArray | None = None,
+    ) -> DistArray:
+        """This array in another layout (block grid, ranks, axis order, shape); collective.
+
+        :func:`parvox.redistribution.redistribute` (``self`` is ``src``), whose parameters
+        these are: a new array on ``grid`` (cropped or zero-padded to its shape), or ``out``
+        filled.
+
+        Examples
+        --------
+        >>> d = DistArray.from_global(np.arange(6).reshape(2, 3), grid=(2, 1))
+        >>> d.redistribute(grid=(3, 1), axes=(1, 0)).allgather().tolist()
+        [[0, 3], [1, 4], [2, 5]]
+        """
+        from parvox.redistribution import redistribute  # it builds on this module
+
+        return redistribute(self, out, grid=grid, assignment=assignment, axes=axes, dtype=dtype,
+                            ghost=ghost)
+
 
 def _as_index(idx: np.ndarray) -> slice | np.ndarray:
     """``idx`` as a slice when it steps by +1 or -1 (a view instead of a copy), else itself."""

@@ -30,9 +30,9 @@ import numpy as np
 
 from parvox.decomposition import BlockGrid
 from parvox.distarray import DistArray
-from parvox.fft.layout import slab_grid
+from parvox.fft.layout import same_layout, slab_grid
 from parvox.fft.plan import DistFFT, parse_norm
-from parvox.fft.redistribute import redistribute, same_layout
+from parvox.redistribution import redistribute
 
 __all__ = ["fftn", "ifftn", "irfftn", "rfftn"]
 
@@ -232,11 +232,11 @@ def _transform(
     if perm == (0, 1, 2) and same_layout(a, grid) and a.dtype == in_dtype:
         x = a
     else:
-        x = redistribute(a, grid, in_dtype, axes=perm)
+        x = redistribute(a, grid=grid, dtype=in_dtype, axes=perm)
     y = plan.backward(x, norm) if inverse else plan.forward(x, norm)
     if perm == (0, 1, 2):
         return y
     back = tuple(int(i) for i in np.argsort(perm))
     shape = tuple(y.shape[i] for i in back)
     target: BlockGrid = slab_grid(shape, a.comm.Get_size(), 0)
-    return redistribute(y, target, axes=back)
+    return redistribute(y, grid=target, axes=back)

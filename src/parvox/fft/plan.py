@@ -43,10 +43,10 @@ from parvox.fft.layout import (
     choose_decomposition,
     parse_decomposition,
     pencil_grid,
+    same_layout,
     slab_grid,
     subcomms,
 )
-from parvox.fft.redistribute import same_layout
 from parvox.fft.transpose import Transpose, same_view
 
 __all__ = ["NORMS", "DistFFT", "parse_norm"]

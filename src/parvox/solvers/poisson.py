@@ -287,7 +287,7 @@ def _fft_solve(
     f: DistArray, op: Laplacian, rhs: list[np.ndarray], norm_f: float, tol: float
 ) -> tuple[DistArray, SolveInfo]:
     """Divide the spectrum by the discrete Laplacian's eigenvalues (zero mode set to zero)."""
-    from parvox.fft import irfftn, redistribute, rfftn
+    from parvox.fft import irfftn, rfftn
 
     spec = rfftn(f if f.dtype == np.float64 else f.astype(np.float64))
     n = f.shape
@@ -304,7 +304,7 @@ def _fft_solve(
         b.core[...] /= lam
         b.core[zero] = 0.0
     u = irfftn(spec, s=n)
-    u = redistribute(u, f.grid, assignment=f.assignment)
+    u = u.redistribute(grid=f.grid, assignment=f.assignment)
     # the residual of the direct solve, by one stencil product
     p = op.vector()
     for b, src in zip(p.blocks, u.blocks, strict=True):
