@@ -184,7 +184,12 @@ class _Segment:
 def _segments(
     n: int, parts: int, coord: int, ghost: int, mode: str | None, whole: bool
 ) -> tuple[_Segment, ...]:
-    """The core and ghost segments along one axis of the blocks at ``coord`` (see module)."""
+    """The core and ghost segments along one axis of the blocks at grid coordinate ``coord``.
+
+    Each side's ghost positions fold by ``mode`` to the global elements they hold, and split
+    by the block coordinate that holds those (one segment each, however far away). With
+    ``whole``, the positions are the folded ones, each once, and none this block holds.
+    """
     starts = np.array([split_extent(n, parts, k)[0] for k in range(parts)])
     a0, a1 = split_extent(n, parts, coord)
     origin = 0 if whole else a0 - ghost  # the global position of index 0 of the array
