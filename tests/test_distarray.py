@@ -141,7 +141,7 @@ def test_periodic_grid_always_wraps_and_bad_halo_is_named():
 
 def _extended(a, ghost, modes, cval):
     """``a`` extended on every side the way scipy.ndimage extends a line, however far."""
-    from parvox.distarray import _fold
+    from parvox.halo import fold as _fold
 
     out = a
     for axis, (g, mode) in enumerate(zip(ghost, modes, strict=True)):

@@ -1,8 +1,9 @@
 """The 3-D Poisson equation ``-Laplace(u) = f`` on a DistArray's grid (7-point stencil).
 
 ``method="cg"``: conjugate gradients. Its matrix-vector product is seed 004's "independent data
-algorithm": start the face exchange of the search direction, apply the stencil to the inner
-points, wait, then apply it to the boundary layer (``overlap=False``: exchange, then apply).
+algorithm": start the halo exchange of the search direction (a :class:`~parvox.halo.HaloPlan`,
+faces only), apply the stencil to the inner points, wait, then apply it to the boundary layer
+(``overlap=False``: exchange, then apply).
 Every point is computed by the same expression either way, so both give identical iterates.
 
 ``method="fft"`` (periodic only): divide the spectrum by the eigenvalues of the discrete
@@ -34,8 +35,8 @@ import numpy as np
 
 from parvox.decomposition import BlockGrid
 from parvox.distarray import DistArray
+from parvox.halo import HaloPlan
 from parvox.reductions import reduce_array
-from parvox.solvers.faces import FaceExchange
 from parvox.solvers.stencil import (
     boundary_boxes,
     direction,
@@ -102,7 +103,7 @@ class Laplacian:
     periodic : bool
         Wrap every axis (else the ghosts at the boundary stay zero: Dirichlet ``u = 0``).
     overlap : bool
-        Compute the inner points while the face exchange is in flight.
+        Compute the inner points while the halo exchange is in flight.
 
     Examples
     --------
@@ -139,13 +140,17 @@ class Laplacian:
         return DistArray(self.grid, np.float64, ghost=1, assignment=self.assignment,
                          comm=self.comm, fill=0.0)
 
-    def exchange(self, p: DistArray) -> FaceExchange:
-        """The face exchange of ``p`` (a :meth:`vector`); keep it to reuse its buffers."""
-        return FaceExchange(p)
+    def exchange(self, p: DistArray) -> HaloPlan:
+        """The halo exchange of ``p`` (a :meth:`vector`); keep it to reuse its buffers.
 
-    def apply(self, p: DistArray, out: list[np.ndarray], faces: FaceExchange | None = None) -> None:
+        Faces only (the 7-point stencil has no diagonal terms); periodic axes wrap, and on a
+        Dirichlet boundary the ghosts are left as they are (the zeros of ``u = 0``).
+        """
+        return p.halo_plan(None, corners=False)
+
+    def apply(self, p: DistArray, out: list[np.ndarray], faces: HaloPlan | None = None) -> None:
         """``out[i] = A p`` on block ``i`` of ``p`` (a :meth:`vector`); collective."""
-        faces = faces or FaceExchange(p)
+        faces = self.exchange(p) if faces is None else faces
         if self.overlap:
             faces.start()
             for b, q in zip(p.blocks, out, strict=True):
@@ -155,7 +160,7 @@ class Laplacian:
                 for box in boundary_boxes(b.shape):
                     laplacian(b.data, q, self.coef, box)
         else:
-            faces.exchange()
+            faces.start().wait()
             for b, q in zip(p.blocks, out, strict=True):
                 laplacian(b.data, q, self.coef, whole_box(b.shape))
 
