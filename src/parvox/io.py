@@ -88,19 +88,21 @@ _WRITE_MODES = ("w", "wb", "wt")
 
 
 def temp_path(path: str | os.PathLike[str]) -> Path:
-    """A fresh temporary sibling of ``path``: ``.NAME.tmp-XXXXXXXX`` plus ``path``'s suffix.
+    """A fresh temporary sibling of ``path``: ``.NAME.tmp-XXXXXXXX`` plus ``path``'s suffixes.
 
     Hidden, unique, in the same directory (so the rename that publishes it is atomic), and
-    ending like ``path`` so that writers that choose a format by extension still work.
+    ending like ``path`` (``.nii.gz`` too) so that writers that choose a format by extension
+    still work.
 
     Examples
     --------
-    >>> p = temp_path("/data/a.npy")
-    >>> p.parent.as_posix(), p.name.startswith(".a.npy.tmp-"), p.suffix
-    ('/data', True, '.npy')
+    >>> p = temp_path("/data/scan.nii.gz")
+    >>> p.parent.as_posix(), p.name.startswith(".scan.nii.gz.tmp-"), "".join(p.suffixes[-2:])
+    ('/data', True, '.nii.gz')
     """
     target = Path(path)
-    return target.parent / f".{target.name}.tmp-{uuid.uuid4().hex[:8]}{target.suffix}"
+    ends = "".join(target.suffixes)
+    return target.parent / f".{target.name}.tmp-{uuid.uuid4().hex[:8]}{ends}"
 
 
 def _fsync(path: str | os.PathLike[str]) -> None:
