@@ -306,7 +306,7 @@ def root_only(
 
 
 #: What every rank needs to raise one rank's error: (a ValueError?, message, param, rank).
-_Failure = tuple[bool, str, "str | None", int]
+_Failure = tuple[bool, str, str | None, int]
 
 
 def _describe(exc: BaseException, rank: int, what: str) -> _Failure:
