@@ -401,17 +401,44 @@ class DistArray:
         return self._assemble(buf)
 
     def write_npy(self, path: str | os.PathLike[str]) -> None:
-        """Write the array to a ``.npy`` file in parallel (root writes the header; collective)."""
-        if self.comm.Get_rank() == 0:
-            np.lib.format.open_memmap(path, mode="w+", dtype=self.dtype, shape=self.shape).flush()
-        self.comm.Barrier()
-        if self.blocks:
-            dst = np.load(path, mmap_mode="r+")
-            for b in self.blocks:
-                dst[b.bounds] = b.core
-            dst.flush()
-            del dst
-        self.comm.Barrier()
+        """Write the array to a ``.npy`` file in parallel; collective.
+
+        Root creates a temporary sibling holding the header, every rank writes its blocks
+        into it, and root publishes it (:func:`parvox.io.publish`): ``path`` appears complete
+        or not at all. A failure on any rank is raised on every rank
+        (:func:`parvox.comm.agree`), so nobody waits for a rank that failed.
+        """
+        from parvox.comm import agree, root_writes
+        from parvox.io import publish, temp_path
+
+        c, name = self.comm, os.fspath(path)
+        tmp = None
+        with root_writes(c, what=f"creating {name}") as mine:
+            if mine:
+                tmp = temp_path(path)
+                head = np.lib.format.open_memmap(tmp, "w+", dtype=self.dtype, shape=self.shape)
+                head.flush()
+                del head
+        tmp = private_comm(c).bcast(tmp, root=0)
+        error: Exception | None = None
+        try:
+            if self.blocks:
+                dst = np.load(tmp, mmap_mode="r+")
+                for b in self.blocks:
+                    dst[b.bounds] = b.core
+                dst.flush()
+                del dst
+        except Exception as exc:  # raised on every rank by agree
+            error = exc
+        try:
+            agree(error, f"writing {name}", c)
+            with root_writes(c, what=f"publishing {name}") as mine:
+                if mine:
+                    publish(tmp, path)
+        except Exception:
+            if c.Get_rank() == 0:
+                tmp.unlink(missing_ok=True)
+            raise
 
     # ------------------------------------------------------------------ ghosts
     def with_ghost(self, ghost: int | Sequence[int]) -> DistArray:

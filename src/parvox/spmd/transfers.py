@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from parvox import collectives
-from parvox.comm import get_comm, private_comm
+from parvox.comm import agree, get_comm, private_comm
 from parvox.decomposition import Assignment, BlockGrid, split_sizes
 from parvox.halo import HaloPlan, Part
 from parvox.reductions import parse_reduction, reduce_array
@@ -74,20 +74,25 @@ _COMBINE: dict[str, Callable[[Any, Any], Any]] = {
 
 
 def _agree(array: np.ndarray, what: str, comm: MPI.Intracomm) -> None:
-    """Raise the same ValueError on every rank unless all hold one shape and dtype."""
+    """Raise the same ValueError on every rank unless all hold one shape and dtype.
+
+    Each rank compares its array with rank 0's; a rank that differs fails, and the ranks agree
+    on the outcome (:func:`parvox.comm.agree`: an ``AllRanksValueError`` on every rank).
+    """
     if not isinstance(array, np.ndarray) or array.ndim < 1:
         raise TypeError(
             f"{what}: expected a NumPy array with at least one axis, got {type(array).__name__}"
         )
     mine = (array.shape, array.dtype.str)
-    every = private_comm(comm).allgather(mine)
-    if any(h != every[0] for h in every):
-        held = "; ".join(
-            f"rank {r}: shape {s}, dtype {np.dtype(t)}" for r, (s, t) in enumerate(every)
+    first = private_comm(comm).bcast(mine, root=0)
+    error = None
+    if mine != first:
+        error = ValueError(
+            f"{what}: the ranks hold different arrays (rank {comm.Get_rank()}: shape {mine[0]}, "
+            f"dtype {np.dtype(mine[1])}; rank 0: shape {first[0]}, dtype {np.dtype(first[1])}); "
+            "build it alike on every rank"
         )
-        raise ValueError(
-            f"{what}: the ranks hold different arrays ({held}); build it alike on every rank"
-        )
+    agree(error, what, comm)
 
 
 def _row_counts(array: np.ndarray, size: int) -> list[int]:
