@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 import numpy as np
 
 from parvox import collectives
-from parvox.comm import get_comm
+from parvox.comm import agree, get_comm, private_comm, root_writes
 from parvox.decomposition import Assignment, BlockGrid, parse_halo
 from parvox.halo import MODES, PAD_MODES, HaloPlan, parse_boundary_mode
 from parvox.reductions import REDUCTIONS, identity, mean_var, minmax, reduce_array
@@ -408,7 +408,6 @@ class DistArray:
         or not at all. A failure on any rank is raised on every rank
         (:func:`parvox.comm.agree`), so nobody waits for a rank that failed.
         """
-        from parvox.comm import agree, root_writes
         from parvox.io import publish, temp_path
 
         c, name = self.comm, os.fspath(path)
