@@ -27,6 +27,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from parvox import collectives
+from parvox._validate import parse_axes
 from parvox.distarray import DistArray
 
 __all__ = ["redistribute"]
@@ -43,13 +44,6 @@ def _overlap(a: Box, b: Box) -> Box | None:
 def _local(box: Box, extents: Box) -> tuple[slice, ...]:
     """``box`` as slices of a block whose core covers ``extents``."""
     return tuple(slice(lo - e0, hi - e0) for (lo, hi), (e0, _) in zip(box, extents, strict=True))
-
-
-def _parse_axes(axes: Sequence[int] | None, ndim: int) -> tuple[int, ...]:
-    perm = tuple(range(ndim)) if axes is None else tuple(int(x) % ndim for x in axes)
-    if len(perm) != ndim or sorted(perm) != list(range(ndim)):
-        raise ValueError(f"axes: expected a permutation of {ndim} axes, got {axes!r}")
-    return perm
 
 
 def redistribute(src: DistArray, dst: DistArray, axes: Sequence[int] | None = None) -> DistArray:
@@ -88,7 +82,7 @@ def redistribute(src: DistArray, dst: DistArray, axes: Sequence[int] | None = No
     """
     if dst.ndim != src.ndim:
         raise ValueError(f"dst: has {dst.ndim} axes, src {src.ndim}")
-    perm = _parse_axes(axes, src.ndim)
+    perm = parse_axes(axes, src.ndim, permutation=True)
     back = tuple(int(i) for i in np.argsort(perm))
 
     def moved(ext: Box) -> Box:  # src extents in dst's axis order
