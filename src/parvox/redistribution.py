@@ -32,6 +32,7 @@ from typing import Any, Literal
 import numpy as np
 
 from parvox import collectives
+from parvox._validate import parse_axes
 from parvox.decomposition import Assignment, BlockGrid, parse_halo
 from parvox.distarray import DistArray
 from parvox.errors import ParameterError
@@ -51,18 +52,6 @@ def _overlap(a: Box, b: Box) -> Box | None:
 def _local(box: Box, extents: Box) -> tuple[slice, ...]:
     """``box`` as slices of a block whose core covers ``extents``."""
     return tuple(slice(lo - e0, hi - e0) for (lo, hi), (e0, _) in zip(box, extents, strict=True))
-
-
-def _parse_axes(axes: Sequence[int] | None, ndim: int) -> tuple[int, ...]:
-    if axes is None:
-        return tuple(range(ndim))
-    try:
-        perm = tuple(int(x) % ndim for x in axes)
-    except (TypeError, ValueError):
-        perm = ()
-    if len(perm) != ndim or sorted(perm) != list(range(ndim)):
-        raise ParameterError("axes", f"axes: expected a permutation of {ndim} axes, got {axes!r}")
-    return perm
 
 
 def _target(
@@ -176,7 +165,7 @@ def redistribute(
     """
     if not isinstance(src, DistArray):
         raise ParameterError("src", f"src: expected a DistArray, got {type(src).__name__}")
-    perm = _parse_axes(axes, src.ndim)
+    perm = parse_axes(axes, src.ndim, permutation=True)
     if out is None:
         out = _target(src, perm, grid, assignment, dtype, ghost)
     else:

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from parvox._validate import parse_float, parse_int, parse_spacing
 from parvox.decomposition import BlockGrid
 from parvox.distarray import DistArray
 from parvox.halo import HaloPlan
@@ -81,14 +82,8 @@ class SolveInfo:
 
 
 def _parse_spacing(spacing: float | Sequence[float]) -> tuple[float, float, float]:
-    try:
-        values = [spacing] * 3 if np.isscalar(spacing) else list(spacing)  # type: ignore[arg-type]
-        h = tuple(float(v) for v in values)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise TypeError(f"spacing: expected a number or 3 numbers, got {spacing!r}") from None
-    if len(h) != 3 or not all(math.isfinite(v) and v > 0 for v in h):
-        raise ValueError(f"spacing: expected 1 or 3 finite lengths > 0, got {spacing!r}")
-    return h[0], h[1], h[2]
+    h0, h1, h2 = parse_spacing(spacing, 3)
+    return h0, h1, h2
 
 
 class Laplacian:
@@ -219,12 +214,8 @@ def poisson(
         raise ValueError(f"method: expected one of {METHODS}, got {method!r}")
     if method == "fft" and bc != "periodic":
         raise ValueError("method: 'fft' solves bc='periodic' only (Dirichlet needs method='cg')")
-    if not (isinstance(tol, int | float) and math.isfinite(tol) and tol >= 0):
-        raise ValueError(f"tol: expected a finite number >= 0, got {tol!r}")
-    if maxiter is None:
-        maxiter = 10 * f.size
-    if not isinstance(maxiter, int | np.integer) or maxiter < 0:
-        raise ValueError(f"maxiter: expected an int >= 0, got {maxiter!r}")
+    tol = parse_float(tol, "tol", 0.0)
+    maxiter = parse_int(10 * f.size if maxiter is None else maxiter, "maxiter", 0)
     op = Laplacian(f, spacing, periodic=bc == "periodic", overlap=overlap)
     cores = [np.asarray(b.core, np.float64) for b in f.blocks]
     total, squares = _global_sum(
