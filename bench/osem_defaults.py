@@ -97,11 +97,14 @@ def _mean(d: dict[str, float]) -> float:
 
 
 def figure(runs: dict[str, Any], title: str, path: Path) -> None:
-    """NRMSE (top) and mean hot contrast recovery (bottom) against iterations, per FWHM."""
+    """NRMSE (top) and mean hot contrast recovery (bottom) against iterations, per FWHM; a
+    star marks the defaults."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    from parvox.recon.osem import DEFAULT_ITERATIONS, DEFAULT_POSTFILTER, DEFAULT_SUBSETS
 
     fig, axes = plt.subplots(2, len(FWHMS), figsize=(2.3 * len(FWHMS), 4.6), sharex=True,
                              sharey="row")
@@ -113,6 +116,14 @@ def figure(runs: dict[str, Any], title: str, path: Path) -> None:
             axes[1, j].plot(it, [_mean(c["hot"]) for c in curve], marker=".", ms=3)
         axes[0, j].set_title("no post-filter" if fwhm == 0 else f"post-filter {fwhm:g} mm",
                              fontsize=8)
+        chosen = runs.get(str(DEFAULT_SUBSETS), {}).get("curves", {}).get(f"{fwhm:g}")
+        if fwhm == DEFAULT_POSTFILTER and chosen and len(chosen) >= DEFAULT_ITERATIONS:
+            point = chosen[DEFAULT_ITERATIONS - 1]
+            for row, value in ((0, point["nrmse"]), (1, _mean(point["hot"]))):
+                axes[row, j].plot([DEFAULT_ITERATIONS], [value], "k*", ms=9, zorder=5,
+                                  label=f"default: {DEFAULT_SUBSETS} subsets x "
+                                        f"{DEFAULT_ITERATIONS}")
+            axes[0, j].legend(handles=axes[0, j].lines[-1:], fontsize=7)
         axes[1, j].set_xlabel("iterations", fontsize=8)
         axes[0, j].set_xscale("log")
         for ax in axes[:, j]:
@@ -132,6 +143,8 @@ def main() -> None:
                         help="iterations per subset count at most (default 32)")
     parser.add_argument("--ranks", type=int, default=2, help="MPI ranks (default 2)")
     parser.add_argument("--figure", default=None, help="where to save the curves' PNG")
+    parser.add_argument("--replot", action="store_true",
+                        help="print and plot the last run's scores again, without running")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--report", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -149,7 +162,10 @@ def main() -> None:
     argv = [__file__, "--worker", "--counts", str(args.counts), "--iterations",
             str(args.iterations), "--report", str(report)]
     t0 = time.perf_counter()
-    figures = run_worker_report(args.ranks, argv, report)
+    if args.replot:
+        figures = json.loads(report.read_text())
+    else:
+        figures = run_worker_report(args.ranks, argv, report)
     elapsed = time.perf_counter() - t0
     load = os.getloadavg()[0]
     print(f"OSEM defaults: IEC, small-animal, 80x56x56 of 1 mm, {args.counts:g} decays "
