@@ -327,14 +327,14 @@ def _caption(args: argparse.Namespace, result: Any, regions: Any) -> list[str]:
         lines[0] += f"; NRMSE {last.nrmse:.3f} against the truth"
         for kind, values in (("hot", last.hot), ("cold", last.cold)):
             if values:
-                lines.append(f"contrast recovery, {kind} ("
-                             + ", ".join(f"{k}{_ratio(ratios.get(k))}: {v:.2f}"
-                                         for k, v in values.items()) + ")")
+                lines.append(f"contrast recovery of the {kind} regions (true ratio to the "
+                             "background): " + ", ".join(f"{k}{_ratio(ratios.get(k))} {v:.2f}"
+                                                         for k, v in values.items()))
     return lines
 
 
 def _ratio(ratio: float | None) -> str:
-    return "" if ratio is None or not math.isfinite(ratio) else f" {ratio:g}:1"
+    return "" if ratio is None or not math.isfinite(ratio) else f" ({ratio:g}:1)"
 
 
 def _png_path(output: str) -> str:

@@ -139,6 +139,18 @@ def _scale_length(mm_per_pixel: float, width: int) -> float:
     return float(max(m * base for m in (1, 2, 5) if m * base <= most))
 
 
+def _wrap(text: str, font: Any, width: float) -> list[str]:
+    """``text`` in lines of at most ``width`` pixels, broken at spaces (indented after the
+    first)."""
+    lines: list[str] = []
+    for word in text.split(" "):
+        if lines and font.getlength(lines[-1] + " " + word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(("    " if lines else "") + word)
+    return lines
+
+
 def _annotate(grey: np.ndarray, widths: list[int], mm: float, top: float, units: str,
               caption: list[str]) -> np.ndarray:
     """Titles above the panels, a scale bar, a colour bar and caption lines around ``grey``."""
@@ -147,6 +159,7 @@ def _annotate(grey: np.ndarray, widths: list[int], mm: float, top: float, units:
     font, line = _font(11), 14
     height, width = grey.shape
     head, bar_w, right = line + 4, 12, 64
+    caption = [w for text in caption for w in _wrap(text, font, width + right - 8)]
     foot = line + 8 + line * len(caption) + 4
     canvas = Image.new("RGB", (width + right, head + height + foot), (255, 255, 255))
     canvas.paste(Image.fromarray(grey).convert("RGB"), (0, head))
