@@ -230,8 +230,9 @@ def osem(
         (:func:`parvox.recon.smoothing.postfilter`); 0 (default) for none. The command line
         uses :data:`DEFAULT_POSTFILTER`.
     truth : Truth, optional
-        The true image (and regions): the result then holds NRMSE and contrast recovery after
-        every iteration (:attr:`OSEMResult.scores`).
+        The true image (and regions), given on every rank: the result then holds NRMSE and
+        contrast recovery after every iteration (:attr:`OSEMResult.scores`), of the
+        post-filtered image when ``postfilter`` is given (the filter is collective).
     method : {"joseph", "siddon"}
         The projector.
     mode : {"overlap", "blocking"}
