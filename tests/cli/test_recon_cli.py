@@ -36,14 +36,15 @@ def test_simulate_writes_the_acquisition(acquisition):
 
 
 def test_osem_writes_the_library_image_and_scores_it(acquisition, tmp_path):
-    from parvox.recon import Acquisition, osem, sensitivity
+    from parvox.recon import Acquisition, Truth, osem, sensitivity
 
     out = tmp_path / "recon.nii.gz"
     proc = run_parvox("recon", "osem", str(acquisition), "-o", str(out), "--subsets", "3",
-                      "--iterations", "2", "--no-progress", "-n", "2")
+                      "--iterations", "2", "--postfilter", "4.5", "--no-progress", "-n", "2")
     check_ok(proc)
-    for words in ("iteration 2", "NRMSE", "contrast recovery", "communication overhead",
-                  "eq. 2", "computed, cached"):
+    for words in ("3 subsets x 2 iterations, post-filter 4.5 mm FWHM", "iteration 2",
+                  "NRMSE", "contrast recovery", "cold: lung insert", "communication overhead",
+                  "eq. 2", "reading and ray tracing", "warm-up", "computed, cached"):
         assert words in proc.stdout, words
     import nibabel
 
@@ -53,8 +54,13 @@ def test_osem_writes_the_library_image_and_scores_it(acquisition, tmp_path):
     acq = Acquisition.load(acquisition)
     np.testing.assert_allclose(img.affine[:3, 3], acq.grid.origin[::-1])
     ref = osem(acq.events, acq.scanner, acq.grid,
-               sensitivity(acq.scanner, acq.grid, mu=acq.mu()), subsets=3, iterations=2)
+               sensitivity(acq.scanner, acq.grid, mu=acq.mu()), subsets=3, iterations=2,
+               postfilter=4.5, truth=Truth(acq.truth(), acq.labels(), acq.regions))
     np.testing.assert_allclose(data, ref.image, rtol=1e-9, atol=1e-12)
+    # the printed scores per iteration are the library's
+    for sc in ref.scores:
+        assert f"iteration {sc.iteration}: " in proc.stdout
+        assert f"NRMSE {sc.nrmse:.4f}" in proc.stdout
     assert (tmp_path / "recon.png").stat().st_size > 0
     # a second run reads the cached sensitivity image
     again = run_parvox("recon", "osem", str(acquisition), "-o", str(tmp_path / "b.npy"),
@@ -63,6 +69,23 @@ def test_osem_writes_the_library_image_and_scores_it(acquisition, tmp_path):
     check_ok(again)
     assert "read from" in again.stdout and "eq. 2" not in again.stdout
     assert (tmp_path / "b.png").exists()
+
+
+def test_osem_defaults_are_the_librarys_and_each_iteration_is_scored(acquisition, tmp_path):
+    from parvox.recon.osem import DEFAULT_ITERATIONS, DEFAULT_POSTFILTER, DEFAULT_SUBSETS
+
+    proc = run_parvox("recon", "osem", str(acquisition), "-o", str(tmp_path / "d.npy"),
+                      "--no-progress")
+    check_ok(proc)
+    assert (f"{DEFAULT_SUBSETS} subsets x {DEFAULT_ITERATIONS} iterations, post-filter "
+            f"{DEFAULT_POSTFILTER:g} mm FWHM") in proc.stdout
+    lines = [x for x in proc.stdout.splitlines() if x.startswith("  iteration ")]
+    assert len(lines) == DEFAULT_ITERATIONS
+    assert all("NRMSE" in x and "contrast recovery" in x for x in lines), lines
+    none = run_parvox("recon", "osem", str(acquisition), "-o", str(tmp_path / "e.npy"),
+                      "--postfilter", "0", "--iterations", "1", "--no-progress")
+    check_ok(none)
+    assert "no post-filter" in none.stdout and "post-filtered" not in none.stdout
 
 
 def test_an_image_file_as_the_activity(tmp_path):
@@ -89,6 +112,8 @@ def test_an_image_file_as_the_activity(tmp_path):
         (["osem", "{d}/missing", "-o", "{d}/r.npy"], "OUT"),
         (["osem", "{acq}", "-o", "{d}/r.png"], "-o/--output"),
         (["osem", "{acq}", "-o", "{d}/r.npy", "--subsets", "0"], "--subsets"),
+        (["osem", "{acq}", "-o", "{d}/r.npy", "--postfilter", "-1"], "--postfilter"),
+        (["osem", "{acq}", "-o", "{d}/r.npy", "--postfilter", "nan"], "--postfilter"),
     ],
 )
 def test_bad_input_exits_2_naming_the_argument(args, named, acquisition, tmp_path):

@@ -6,14 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from parvox.errors import AllRanksValueError
+from parvox.errors import AllRanksValueError, ParameterError
 from parvox.recon import (
     MU_WATER,
     ImageGrid,
     Region,
     Scanner,
-    contrast_recovery,
-    nrmse,
+    Truth,
     osem,
     sensitivity,
     simulate,
@@ -41,15 +40,35 @@ def test_reconstruction_converges_toward_the_truth(tmp_path):
     simulate(act, g, s, tmp_path / "e.lm", counts=counts, seed=5, mu=mu)
     truth = act / act.sum() * counts
     sens = sensitivity(s, g, mu=mu)
-    scores = []
+    images = []
     result = osem(tmp_path / "e.lm", s, g, sens, subsets=2, iterations=3,
-                  callback=lambda it, f: scores.append(
-                      (nrmse(f, truth), contrast_recovery(f, labels, regions))))
-    errors = [e for e, _ in scores]
+                  truth=Truth(truth, labels, regions),
+                  callback=lambda it, f: images.append(f.copy()))
+    assert [sc.iteration for sc in result.scores] == [1, 2, 3]
+    np.testing.assert_array_equal(images[-1], result.image)  # no post-filter asked for
+    for image, sc in zip(images, result.scores, strict=True):  # an independent computation
+        assert sc.nrmse == pytest.approx(
+            np.sqrt(((image - truth) ** 2).sum() / (truth**2).sum()), rel=1e-12)
+        bg = image[labels == 1].mean()
+        assert sc.hot == pytest.approx({"hot": (image[labels == 2].mean() / bg - 1) / 3})
+        assert sc.cold == pytest.approx({"cold": 1 - image[labels == 3].mean() / bg})
+    errors = [sc.nrmse for sc in result.scores]
     assert errors[0] > errors[1] > errors[2] and errors[2] < 0.35, errors
-    assert scores[-1][1]["hot"] > 0.7 and scores[-1][1]["cold"] > 0.3, scores[-1][1]
+    assert result.scores[-1].hot["hot"] > 0.7 and result.scores[-1].cold["cold"] > 0.3
     # quantitative: the total activity in the field of view is recovered
     assert result.image.sum() == pytest.approx(truth.sum(), rel=0.03)
+    # with a post-filter, the scores are of the filtered image after every iteration
+    from scipy import ndimage
+
+    from parvox.recon.smoothing import fwhm_sigmas
+
+    filtered = osem(tmp_path / "e.lm", s, g, sens, subsets=2, iterations=2, postfilter=5.0,
+                    truth=Truth(truth, labels, regions))
+    smooth = ndimage.gaussian_filter(images[1], fwhm_sigmas(5.0, g))
+    np.testing.assert_allclose(filtered.image, smooth, rtol=1e-10)
+    assert filtered.scores[-1].nrmse == pytest.approx(
+        np.linalg.norm(smooth - truth) / np.linalg.norm(truth), rel=1e-10)
+    assert [sc.iteration for sc in filtered.scores] == [1, 2]
 
 
 def test_osem_rejects_bad_input(tmp_path):
@@ -72,6 +91,11 @@ def test_osem_rejects_bad_input(tmp_path):
     assert info.value.param == "subsets"
     with pytest.raises(TypeError, match="dtype"):
         osem(path, MICRO, MGRID, sens, dtype=np.int32)
+    for kw, name in (({"postfilter": -2.0}, "postfilter"),
+                     ({"truth": Truth(np.ones((2, 2, 2)))}, "truth")):
+        with pytest.raises(ParameterError) as perr:
+            osem(path, MICRO, MGRID, sens, subsets=1, **kw)
+        assert perr.value.param == name
 
 
 def test_default_test_calls_follow_the_allreduce_schedule():

@@ -275,3 +275,37 @@ def test_modes_and_progress_give_the_same_image_and_ranks_agree():
     model, measured = over.model()
     assert model > 0 and measured > 0
     comm.Barrier()
+
+
+@mpi_test(ranks=(1, 2, 3), timeout=120)
+def test_the_postfilter_is_scipys_gaussian_of_the_reconstruction():
+    """``postfilter`` (and ``osem(postfilter=)``) equals scipy.ndimage.gaussian_filter of the
+    unfiltered image with sigma = FWHM / (2 sqrt(2 ln 2)) / voxel size, per axis."""
+    from mpi4py import MPI
+    from scipy import ndimage
+
+    from parvox.recon import postfilter
+
+    comm = MPI.COMM_WORLD
+    d = _shared_dir(comm)
+    p = make_phantom("iec", GRID, radius=SCANNER.radius)  # 5 x 13 x 11, 3 x 2.5 x 2.5 mm
+    path = os.path.join(d, "events.lm")
+    simulate(p.activity, GRID, SCANNER, path, counts=20_000, seed=4, mu=p.mu, comm=comm)
+    sens = sensitivity(SCANNER, GRID, mu=p.mu, comm=comm)
+    kw = {"subsets": 3, "iterations": 2}
+    plain = osem(path, SCANNER, GRID, sens, comm=comm, **kw)
+    fwhm = 4.0
+    sigma = [fwhm / (2 * math.sqrt(2 * math.log(2))) / v for v in GRID.voxel_size]
+    expected = ndimage.gaussian_filter(plain.image, sigma)
+    np.testing.assert_allclose(postfilter(plain.image, GRID, fwhm, comm=comm), expected,
+                               rtol=1e-12, atol=1e-12 * expected.max())
+    filtered = osem(path, SCANNER, GRID, sens, postfilter=fwhm, comm=comm, **kw)
+    assert filtered.postfilter == fwhm and plain.postfilter == 0
+    np.testing.assert_allclose(filtered.image, expected, rtol=1e-12, atol=1e-12 * expected.max())
+    np.testing.assert_array_equal(postfilter(plain.image, GRID, 0.0, comm=comm), plain.image)
+    images = comm.allgather(filtered.image)  # every rank holds the whole filtered image
+    for im in images:
+        np.testing.assert_array_equal(im, images[0])
+    comm.Barrier()
+    if comm.Get_rank() == 0:
+        shutil.rmtree(d)

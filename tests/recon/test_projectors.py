@@ -182,6 +182,16 @@ def test_stored_rows_reproduce_the_projectors_bit_for_bit(method):
         np.testing.assert_array_equal(np.concatenate([b.forward(x) for b in blocks]),
                                       rows.forward(x))
     assert arena.used == rows.indices.shape[0]
+    # preallocating only while no rows are live; the slabs tracing made are kept, and
+    # rows traced after it are still the same
+    with pytest.raises(RuntimeError, match="reset"):
+        arena.preallocate(10_000)
+    slabs = arena.nbytes
+    arena.reset()
+    arena.preallocate(10_000)
+    assert arena.nbytes >= max(slabs, 10_000 * 12)
+    blocks = trace_row_blocks(s, e, GRID, method=method, arena=arena)
+    np.testing.assert_array_equal(np.concatenate([b.forward(x) for b in blocks]), rows.forward(x))
 
 
 def test_em_update_is_the_list_mode_em_sum():

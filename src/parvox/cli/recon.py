@@ -5,15 +5,18 @@ Examples
 .. code-block:: console
 
     $ parvox recon simulate scan --phantom iec --counts 2e6 --seed 0 -n 2
-    $ parvox recon osem scan -o recon.nii.gz --subsets 10 --iterations 2 --mode overlap -n 2
+    $ parvox recon osem scan -o recon.nii.gz -n 2
 
 ``simulate`` writes ``OUT/acquisition.json`` (scanner, grid, parameters), ``OUT/events.lm``,
 the ground truth ``OUT/truth.npy`` and its region labels (:mod:`parvox.recon.acquisition`).
 ``osem`` reads them, computes or reuses the cached sensitivity image, reconstructs with a
-progress bar per subset, writes the image and a PNG preview beside it (``IMG`` with the
-extension ``.png``), and prints per-iteration times, NRMSE and contrast recovery against the
-truth, the per-subset phase table, the communication overhead and eq. 2 against the measured
-overlap time.
+progress bar per subset (defaults: :data:`parvox.recon.osem.DEFAULT_SUBSETS` subsets,
+:data:`~parvox.recon.osem.DEFAULT_ITERATIONS` iterations and a Gaussian post-filter of
+:data:`~parvox.recon.osem.DEFAULT_POSTFILTER` mm FWHM, chosen from measured NRMSE curves:
+docs/recon.md), writes the image and a PNG preview beside it (``IMG`` with the extension
+``.png``), and prints per-iteration times, NRMSE and the contrast recovery of the hot and the
+cold regions against the truth, the per-subset phase table, the communication overhead and
+eq. 2 against the measured overlapped work.
 """
 
 from __future__ import annotations
@@ -68,8 +71,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     rec.add_argument("input", metavar="OUT", help="acquisition directory (from simulate)")
     rec.add_argument("-o", "--output", required=True, metavar="IMG",
                      help="image to write (.npy, .tif, .nii, .nii.gz); a .png preview beside it")
-    rec.add_argument("--subsets", type=int, default=10, help="subsets (default 10)")
-    rec.add_argument("--iterations", type=int, default=2, help="iterations (default 2)")
+    # the defaults live in parvox.recon.osem (not imported here): filled in by validate()
+    rec.add_argument("--subsets", type=int, default=None,
+                     help="subsets (default: parvox.recon.osem.DEFAULT_SUBSETS, chosen from "
+                          "measured NRMSE curves; see docs/recon.md)")
+    rec.add_argument("--iterations", type=int, default=None,
+                     help="iterations (default: parvox.recon.osem.DEFAULT_ITERATIONS)")
+    rec.add_argument("--postfilter", type=float, default=None, metavar="FWHM",
+                     help="Gaussian post-filter, FWHM in mm; 0 for none (default: "
+                          "parvox.recon.osem.DEFAULT_POSTFILTER)")
     rec.add_argument("--method", default="joseph", choices=("joseph", "siddon"),
                      help="projector (default joseph)")
     rec.add_argument("--mode", default="overlap", choices=("overlap", "blocking"),
@@ -162,7 +172,20 @@ def _validate_image(args: argparse.Namespace) -> None:
 def _validate_osem(args: argparse.Namespace) -> None:
     from parvox.recon.acquisition import Acquisition
     from parvox.recon.listmode import read_header
+    from parvox.recon.osem import DEFAULT_ITERATIONS, DEFAULT_POSTFILTER, DEFAULT_SUBSETS
     from parvox.recon.outputs import check_image_path
+    from parvox.recon.smoothing import check_fwhm
+
+    if args.subsets is None:
+        args.subsets = DEFAULT_SUBSETS
+    if args.iterations is None:
+        args.iterations = DEFAULT_ITERATIONS
+    if args.postfilter is None:
+        args.postfilter = DEFAULT_POSTFILTER
+    try:
+        check_fwhm(args.postfilter, "--postfilter")
+    except ValueError as exc:
+        raise UsageError("--postfilter", str(exc)) from None
 
     try:
         args.acq = Acquisition.load(args.input)
@@ -245,7 +268,7 @@ def _osem(args: argparse.Namespace) -> int:
     import numpy as np
 
     from parvox import comm
-    from parvox.recon import cached_sensitivity, contrast_recovery, nrmse, osem
+    from parvox.recon import Truth, cached_sensitivity, osem
     from parvox.recon.outputs import save_image, save_preview
 
     c = comm.world()
@@ -264,37 +287,53 @@ def _osem(args: argparse.Namespace) -> int:
     if root:
         print(f"parvox recon osem: {args.n_events} events, {acq.scanner.describe()}")
         print(f"  grid {acq.grid.shape} of {_mm(acq.grid.voxel_size)} mm, {args.subsets} subsets"
-              f" x {args.iterations} iterations, {args.method}, mode {args.mode}"
+              f" x {args.iterations} iterations, "
+              + (f"post-filter {args.postfilter:g} mm FWHM" if args.postfilter > 0
+                 else "no post-filter")
+              + f", {args.method}, mode {args.mode}"
               + (f" (progress {args.progress})" if args.mode == "overlap" else "")
               + f", {c.Get_size()} rank(s)")
     with t("sensitivity"):
         a, path, cached = cached_sensitivity(acq.directory, acq.scanner, acq.grid,
                                              method=args.method, mu=mu,
                                              progress_bar=not args.no_progress, comm=c)
-    snapshots: list[Any] = []  # scored after the run, so that rank 0 never lags behind
-
-    def keep(iteration: int, image: Any) -> None:
-        if root and truth is not None:
-            snapshots.append(image.copy())
-
+    reference = None if truth is None else Truth(truth, labels, acq.regions)
     with t("reconstruct"):
         result = osem(acq.events, acq.scanner, acq.grid, a, subsets=args.subsets,
-                      iterations=args.iterations, method=args.method, mode=args.mode,
-                      progress=args.progress, tests=args.tests,
-                      row_memory=int(args.row_memory * (1 << 20)),
-                      dtype=np.float32 if args.float32 else np.float64, callback=keep,
+                      iterations=args.iterations, postfilter=args.postfilter, truth=reference,
+                      method=args.method, mode=args.mode, progress=args.progress,
+                      tests=args.tests, row_memory=int(args.row_memory * (1 << 20)),
+                      dtype=np.float32 if args.float32 else np.float64,
                       progress_bar=not args.no_progress, comm=c)
     with t("write"), comm.root_writes(c, what=f"writing {args.output}") as mine:
         if mine:
             save_image(args.output, result.image, acq.grid)
-            save_preview(_png_path(args.output), result.image, acq.grid)
+            save_preview(_png_path(args.output), result.image, acq.grid,
+                         caption=_caption(args, result, acq.regions))
     totals = t.max_over_ranks()
     if root:
-        per_iteration = [
-            (nrmse(im, truth), {} if labels is None else contrast_recovery(im, labels, acq.regions))
-            for im in snapshots]
-        _report(args, result, per_iteration, totals, path, cached)
+        _report(args, result, totals, path, cached)
     return 0
+
+
+def _caption(args: argparse.Namespace, result: Any, regions: Any) -> list[str]:
+    """The preview's caption: what it shows, and the last iteration's contrast recovery."""
+    lines = [f"OSEM {args.subsets} subsets x {args.iterations} iterations"
+             + (f", post-filter {result.postfilter:g} mm FWHM" if result.postfilter else "")]
+    if result.scores:
+        last = result.scores[-1]
+        ratios = {r.name: r.ratio for r in regions}
+        lines[0] += f"; NRMSE {last.nrmse:.3f} against the truth"
+        for kind, values in (("hot", last.hot), ("cold", last.cold)):
+            if values:
+                lines.append(f"contrast recovery of the {kind} regions (true ratio to the "
+                             "background): " + ", ".join(f"{k}{_ratio(ratios.get(k))} {v:.2f}"
+                                                         for k, v in values.items()))
+    return lines
+
+
+def _ratio(ratio: float | None) -> str:
+    return "" if ratio is None or not math.isfinite(ratio) else f" ({ratio:g}:1)"
 
 
 def _png_path(output: str) -> str:
@@ -303,8 +342,8 @@ def _png_path(output: str) -> str:
     return stem + ".png"
 
 
-def _report(args: argparse.Namespace, result: Any, per_iteration: list[Any],
-            totals: dict[str, float], path: str, cached: bool) -> None:
+def _report(args: argparse.Namespace, result: Any, totals: dict[str, float], path: str,
+            cached: bool) -> None:
     import numpy as np
 
     how = "read from" if cached else "computed, cached in"
@@ -313,12 +352,11 @@ def _report(args: argparse.Namespace, result: Any, per_iteration: list[Any],
     s = args.subsets
     for it in range(args.iterations):
         line = f"  iteration {it + 1}: {steps[it * s:(it + 1) * s].sum():.2f} s"
-        if it < len(per_iteration):
-            err, cr = per_iteration[it]
-            line += f", NRMSE {err:.4f}"
-            if cr:
-                line += ", contrast recovery " + ", ".join(f"{k} {v:.2f}" for k, v in cr.items())
+        if it < len(result.scores):
+            line += ", " + result.scores[it].describe()
         print(line)
+    if result.scores and result.postfilter:
+        print(f"  (scores of the image post-filtered with {result.postfilter:g} mm FWHM)")
     print("  per-subset phases, ms (mean over ranks):")
     print("    " + result.mean.table(result.labels).replace("\n", "\n    "))
     comm_s = result.communication_overhead()
@@ -329,6 +367,8 @@ def _report(args: argparse.Namespace, result: Any, per_iteration: list[Any],
         model, measured = result.model()
         if measured > 0:
             print(f"  eq. 2: t_read(m_s/P) + t_A(m_s)/P = {1e3 * model:.1f} ms, measured overlapped "
-                  f"work {1e3 * measured:.1f} ms ({100 * (model / measured - 1):+.1f} %)")
+                  f"work {1e3 * measured:.1f} ms ({100 * (model / measured - 1):+.1f} %); the "
+                  "model covers reading and ray tracing the next subset, mean over the overlap "
+                  "windows after the first (warm-up), test calls left out")
     print(f"  wrote {args.output} and {_png_path(args.output)} "
           f"(reconstruct {totals['reconstruct']:.2f} s, write {totals['write']:.2f} s)")

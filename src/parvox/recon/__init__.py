@@ -15,7 +15,8 @@ The pieces, one module each:
   subset overlapped with reading and ray tracing the next one;
 - :mod:`~parvox.recon.timing`, :mod:`~parvox.recon.metrics`, :mod:`~parvox.recon.outputs`,
   :mod:`~parvox.recon.acquisition`: timers and eq. 2, NRMSE and contrast recovery, writing
-  images and previews, the acquisition directory.
+  images and previews, the acquisition directory;
+- :mod:`~parvox.recon.smoothing`: a Gaussian post-filter given as a FWHM in mm.
 
 Examples
 --------
@@ -34,7 +35,7 @@ Examples
 from parvox.recon.acquisition import Acquisition, simulate_acquisition
 from parvox.recon.geometry import ImageGrid
 from parvox.recon.listmode import ListModeFile, ListModeWriter, read_header, write_events
-from parvox.recon.metrics import contrast_recovery, nrmse
+from parvox.recon.metrics import Scores, Truth, contrast_recovery, nrmse, score
 from parvox.recon.osem import OSEMResult, osem
 from parvox.recon.outputs import preview, save_image, save_preview
 from parvox.recon.phantoms import (
@@ -50,6 +51,7 @@ from parvox.recon.projectors import Rows, back_project, forward_project, trace_r
 from parvox.recon.scanner import PRESETS, Scanner, default_grid
 from parvox.recon.sensitivity import cached_sensitivity, sensitivity
 from parvox.recon.simulate import SimulationResult, simulate
+from parvox.recon.smoothing import postfilter
 from parvox.recon.timing import SubsetTimes, eq2
 
 __all__ = [
@@ -65,8 +67,10 @@ __all__ = [
     "Region",
     "Rows",
     "Scanner",
+    "Scores",
     "SimulationResult",
     "SubsetTimes",
+    "Truth",
     "back_project",
     "cached_sensitivity",
     "contrast_recovery",
@@ -77,11 +81,13 @@ __all__ = [
     "make_phantom",
     "nrmse",
     "osem",
+    "postfilter",
     "preview",
     "read_activity",
     "read_header",
     "save_image",
     "save_preview",
+    "score",
     "sensitivity",
     "simulate",
     "simulate_acquisition",

@@ -16,17 +16,76 @@ Examples
 ...            Region(3, "cold", "cold", 0.0))
 >>> contrast_recovery(np.array([1.0, 1.0, 3.0, 0.5]), labels, regions)
 {'hot': 0.6666666666666666, 'cold': 0.5}
+>>> s = score(np.array([1.0, 1.0, 3.0, 0.5]), Truth(truth, labels, regions), iteration=1)
+>>> s.describe()
+'NRMSE 0.2635, contrast recovery hot: hot 0.67; cold: cold 0.50'
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
 
 from parvox.recon.phantoms import Region
 
-__all__ = ["contrast_recovery", "nrmse"]
+__all__ = ["Scores", "Truth", "contrast_recovery", "nrmse", "score"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Truth:
+    """What a reconstruction is scored against.
+
+    Attributes
+    ----------
+    activity : array
+        The true image in the reconstruction's units (decays per voxel).
+    labels : array, optional
+        Region labels on the same grid.
+    regions : sequence of Region
+        The labels' regions; contrast recovery needs a ``background`` one.
+    """
+
+    activity: np.ndarray
+    labels: np.ndarray | None = None
+    regions: Sequence[Region] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Scores:
+    """NRMSE and contrast recovery of one image.
+
+    Attributes
+    ----------
+    iteration : int
+        1-based iteration the image comes from (0: not from an iteration).
+    nrmse : float
+        :func:`nrmse` against the truth.
+    hot, cold : dict
+        Contrast recovery of the hot and of the cold regions, by region name.
+    """
+
+    iteration: int
+    nrmse: float
+    hot: dict[str, float]
+    cold: dict[str, float]
+
+    def describe(self) -> str:
+        """``NRMSE x, contrast recovery hot: NAME x, ...; cold: NAME x, ...`` (one line)."""
+        text = f"NRMSE {self.nrmse:.4f}"
+        parts = [f"{kind}: {', '.join(f'{k} {v:.2f}' for k, v in d.items())}"
+                 for kind, d in (("hot", self.hot), ("cold", self.cold)) if d]
+        return text + (", contrast recovery " + "; ".join(parts) if parts else "")
+
+
+def score(image: np.ndarray, truth: Truth, iteration: int = 0) -> Scores:
+    """:func:`nrmse` and :func:`contrast_recovery` of ``image``, the regions split by kind."""
+    cr = {} if truth.labels is None else contrast_recovery(image, truth.labels, truth.regions)
+    kinds = {r.name: r.kind for r in truth.regions}
+    hot = {k: v for k, v in cr.items() if kinds[k] == "hot"}
+    cold = {k: v for k, v in cr.items() if kinds[k] == "cold"}
+    return Scores(iteration, nrmse(image, truth.activity), hot, cold)
 
 
 def nrmse(image: np.ndarray, truth: np.ndarray) -> float:

@@ -51,10 +51,11 @@ import numpy as np
 
 from parvox import collectives, progressbar
 from parvox.comm import get_comm, private_comm
-from parvox.errors import AllRanksValueError
+from parvox.errors import AllRanksValueError, ParameterError
 from parvox.progressbar import Progress
 from parvox.recon.geometry import ImageGrid
 from parvox.recon.listmode import ListModeFile, subset_range
+from parvox.recon.metrics import Scores, Truth, score
 from parvox.recon.projectors import (
     RowArena,
     Rows,
@@ -63,15 +64,23 @@ from parvox.recon.projectors import (
     trace_row_blocks,
 )
 from parvox.recon.scanner import Scanner
-from parvox.recon.timing import SubsetTimes, eq2
+from parvox.recon.smoothing import check_fwhm, postfilter
+from parvox.recon.timing import PHASES, SubsetTimes, eq2_check
 
 if TYPE_CHECKING:
     from mpi4py import MPI
 
-__all__ = ["MODES", "PROGRESS", "OSEMResult", "osem"]
+__all__ = ["DEFAULT_ITERATIONS", "DEFAULT_POSTFILTER", "DEFAULT_SUBSETS", "MODES", "PROGRESS",
+           "OSEMResult", "osem"]
 
 MODES = ("overlap", "blocking")
 PROGRESS = ("test", "thread")
+#: Defaults of :func:`osem` and ``parvox recon osem``, chosen from the measured NRMSE curves of
+#: ``bench/osem_defaults.py`` (docs/recon.md). :func:`osem` itself does not filter unless
+#: asked (``postfilter=``); the command line filters with :data:`DEFAULT_POSTFILTER` mm.
+DEFAULT_SUBSETS = 8
+DEFAULT_ITERATIONS = 2
+DEFAULT_POSTFILTER = 2.0
 
 
 @dataclasses.dataclass
@@ -81,7 +90,8 @@ class OSEMResult:
     Attributes
     ----------
     image : array
-        The reconstructed activity in decays per voxel (every rank holds it).
+        The reconstructed activity in decays per voxel (every rank holds it), post-filtered
+        when ``postfilter`` was given.
     mean, max : SubsetTimes
         Phase times per subset step, mean and maximum over ranks.
     labels : list of str
@@ -90,9 +100,15 @@ class OSEMResult:
         Events in the list-mode file.
     ranks : int
     mode, progress : str
-    first_read, first_trace : float
-        Mean over ranks of reading and tracing the first subset, done before any communication
-        (the inputs of :meth:`model`).
+    window : SubsetTimes
+        Mean over ranks of what the overlap window of each step held (mode ``overlap``):
+        ``read`` and ``trace`` of the next subset, ``test`` calls and the window's wall time
+        ``overlap`` (the inputs of :meth:`model`).
+    scores : list of Scores
+        NRMSE and contrast recovery after every iteration (of the post-filtered image when
+        ``postfilter`` was given); empty without ``truth``.
+    postfilter : float
+        FWHM in mm of the Gaussian post-filter (0: none).
     """
 
     image: np.ndarray
@@ -103,8 +119,9 @@ class OSEMResult:
     ranks: int
     mode: str
     progress: str
-    first_read: float = 0.0
-    first_trace: float = 0.0
+    window: SubsetTimes = dataclasses.field(default_factory=lambda: SubsetTimes.empty(0))
+    scores: list[Scores] = dataclasses.field(default_factory=list)
+    postfilter: float = 0.0
 
     def communication_overhead(self) -> float:
         """Seconds in communication calls, summed over steps (mean over ranks)."""
@@ -117,16 +134,13 @@ class OSEMResult:
     def model(self) -> tuple[float, float]:
         """Eq. 2 for this run, and the measured mean overlapped work per overlapped step.
 
-        The model's inputs are the first subset's read and trace times per rank, measured
-        before any communication started: ``t_read(m_s/P)`` and ``t_A(m_s)/P``. The measured
-        work is the overlap window less its test calls: those move the allreduce's data (over
-        shared memory the CPU copies it inside them), count as communication overhead, and
-        eq. 2 has no communication term.
+        See :func:`parvox.recon.timing.eq2_check`: the model covers reading and ray tracing
+        the next subset in the overlap window, warm-up left out (the first subset, read and
+        traced before the loop, is in no window, and the first window is skipped too); the
+        measured work is the window less its test calls, which move the allreduce's data
+        (communication, which eq. 2 has no term for). ``(0, 0)`` without overlapped steps.
         """
-        steps = self.overlapped_steps()
-        work = self.mean.column("overlap") - self.mean.column("test")
-        measured = float(work[steps].mean()) if steps.size else 0.0
-        return eq2(self.first_read, self.first_trace * self.ranks, self.ranks), measured
+        return eq2_check(self.window, self.ranks)
 
 
 @dataclasses.dataclass
@@ -150,7 +164,8 @@ class _TimedRequest:
 
 
 def _check_args(mode: str, progress: str, subsets: int, iterations: int, row_memory: int,
-                chunk: int, tests: int | None, dtype: Any) -> np.dtype:
+                chunk: int, tests: int | None, dtype: Any, grid: ImageGrid,
+                truth: Truth | None) -> np.dtype:
     if mode not in MODES:
         raise ValueError(f"mode: expected one of {MODES}, got {mode!r}")
     if progress not in PROGRESS:
@@ -168,6 +183,9 @@ def _check_args(mode: str, progress: str, subsets: int, iterations: int, row_mem
     dt = np.dtype(dtype)
     if dt not in (np.float32, np.float64):
         raise TypeError(f"dtype: expected float32 or float64, got {dt}")
+    if truth is not None and truth.activity.shape != grid.shape:
+        raise ParameterError("truth", f"shape {truth.activity.shape} differs from the grid's "
+                                      f"{grid.shape}")
     return dt
 
 
@@ -177,8 +195,10 @@ def osem(
     grid: ImageGrid,
     sensitivity: np.ndarray,
     *,
-    subsets: int = 10,
-    iterations: int = 1,
+    subsets: int = DEFAULT_SUBSETS,
+    iterations: int = DEFAULT_ITERATIONS,
+    postfilter: float = 0.0,
+    truth: Truth | None = None,
     method: str = "joseph",
     mode: str = "overlap",
     progress: str = "test",
@@ -204,7 +224,16 @@ def osem(
     sensitivity : array
         ``A^T 1`` on ``grid`` with the same projector (:mod:`parvox.recon.sensitivity`).
     subsets, iterations : int
-        ``s`` and the number of passes over all events.
+        ``s`` and the number of passes over all events (defaults :data:`DEFAULT_SUBSETS`,
+        :data:`DEFAULT_ITERATIONS`).
+    postfilter : float
+        FWHM in mm of a Gaussian filter applied to the result
+        (:func:`parvox.recon.smoothing.postfilter`); 0 (default) for none. The command line
+        uses :data:`DEFAULT_POSTFILTER`.
+    truth : Truth, optional
+        The true image (and regions), given on every rank: the result then holds NRMSE and
+        contrast recovery after every iteration (:attr:`OSEMResult.scores`), of the
+        post-filtered image when ``postfilter`` is given (the filter is collective).
     method : {"joseph", "siddon"}
         The projector.
     mode : {"overlap", "blocking"}
@@ -225,7 +254,7 @@ def osem(
         Image, rows and allreduce precision.
     callback : callable, optional
         ``callback(iteration, image)`` after every iteration, on every rank; ``image`` is a
-        view of the working image (copy it to keep it).
+        view of the working (unfiltered) image (copy it to keep it).
     progress_bar : bool or callable
         ``True``: a tqdm bar on rank 0; a callable gets ``(done, total)`` subsets there
         (:mod:`parvox.progressbar`). Default: none.
@@ -235,7 +264,9 @@ def osem(
     -------
     OSEMResult
     """
-    dt = _check_args(mode, progress, subsets, iterations, row_memory, chunk, tests, dtype)
+    dt = _check_args(mode, progress, subsets, iterations, row_memory, chunk, tests, dtype, grid,
+                     truth)
+    fwhm = check_fwhm(postfilter)
     parse_method(method)
     progressbar.check_progress(progress_bar, "progress_bar")
     if sensitivity.shape != grid.shape:
@@ -256,6 +287,8 @@ def osem(
         engine = _Engine(lm, scanner, grid, method, dt, chunk, rank, size, subsets)
         steps = [(it, sub) for it in range(iterations) for sub in range(subsets)]
         times = SubsetTimes.empty(len(steps))
+        window = SubsetTimes.empty(len(steps))  # what each overlap window held
+        scores: list[Scores] = []
         a = np.ascontiguousarray(sensitivity, dtype=dt)
         inv_a = np.zeros_like(a)
         np.divide(1.0, a, out=inv_a, where=a > 0)
@@ -295,9 +328,9 @@ def osem(
                             req = collectives.iallreduce(c_l, c_l, comm=pc, algorithm=algorithm,
                                                          progress=progress)
                         if k + 1 < len(steps):
-                            probe = _TimedRequest(req, times, k)
+                            probe = _TimedRequest(req, window, k)
                             with times.timing(k, "overlap"):
-                                ready = engine.prepare(steps[k + 1][1], row_memory, times, k,
+                                ready = engine.prepare(steps[k + 1][1], row_memory, window, k,
                                                        request=probe,
                                                        tests=_test_calls(tests, req, size)
                                                        if progress == "test" else 0)
@@ -311,15 +344,23 @@ def osem(
                 bar.update(1)
                 if callback is not None and sub == subsets - 1:
                     callback(it, f.reshape(grid.shape))
+                if truth is not None and sub == subsets - 1:
+                    scores.append(score(_filtered(f, grid, fwhm, c), truth, it + 1))
         finally:
             bar.close()
+    window.seconds[:, PHASES.index("overlap")] = times.column("overlap")
+    times.seconds += window.seconds * (np.arange(len(PHASES)) != PHASES.index("overlap"))
     mean, most = times.reduce(pc)
-    if mode == "blocking":
-        first = SubsetTimes(times.seconds[:1].copy())
-    first_mean, _ = first.reduce(pc)
-    return OSEMResult(np.ascontiguousarray(f).reshape(grid.shape), mean, most, [f"{it + 1}.{sub + 1}" for it, sub in steps], m, size,
-                      mode, progress, float(first_mean.column("read")[0]),
-                      float(first_mean.column("trace")[0]))
+    window_mean, _ = window.reduce(pc)
+    return OSEMResult(_filtered(f, grid, fwhm, c), mean, most,
+                      [f"{it + 1}.{sub + 1}" for it, sub in steps], m, size, mode, progress,
+                      window_mean, scores, fwhm)
+
+
+def _filtered(f: np.ndarray, grid: ImageGrid, fwhm: float, comm: MPI.Intracomm) -> np.ndarray:
+    """The flat working image ``f`` as an image of ``grid``, post-filtered when ``fwhm > 0``."""
+    image = np.array(f, copy=True).reshape(grid.shape)
+    return postfilter(image, grid, fwhm, comm=comm) if fwhm > 0 else image
 
 
 def _test_calls(tests: int | None, request: Any, size: int) -> int:

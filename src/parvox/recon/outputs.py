@@ -4,7 +4,9 @@ NIfTI files get the grid's voxel size and position in their affine (NIfTI's axes
 are parvox's ``x, y, z``); ``.npy`` and TIFF go through :func:`parvox.io.write_image`. The
 preview shows the three central slices (transverse, coronal, sagittal) and a maximum-
 intensity projection along y, side by side, in millimetre proportions, grey scale from 0 to
-the image's maximum.
+the image's maximum: each panel has a title, the first a scale bar in mm, and a colour bar
+on the right gives the scale's values; optional caption lines go below (``parvox recon
+osem`` writes the contrast recovery of the hot and the cold spheres there).
 
 Examples
 --------
@@ -14,20 +16,24 @@ Examples
 >>> g = ImageGrid((4, 6, 8), (2.0, 1.0, 1.0))
 >>> d = tempfile.mkdtemp()
 >>> save_image(os.path.join(d, "x.nii.gz"), np.ones(g.shape, np.float32), g)
->>> preview(np.ones(g.shape), g).shape[2]
-3
+>>> picture = preview(np.ones(g.shape), g, caption=["hot: sphere 0.80"])
+>>> picture.dtype, picture.shape[2]
+(dtype('uint8'), 3)
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from parvox import io
 from parvox.recon.geometry import ImageGrid
 
-__all__ = ["IMAGE_EXTENSIONS", "check_image_path", "preview", "save_image", "save_preview"]
+__all__ = ["IMAGE_EXTENSIONS", "PANELS", "check_image_path", "preview", "save_image",
+           "save_preview"]
 
 #: Extensions :func:`save_image` writes.
 IMAGE_EXTENSIONS = (".npy", ".tif", ".tiff", ".nii", ".nii.gz")
@@ -83,8 +89,17 @@ def _resample(panel: np.ndarray, dy: float, dx: float, mm_per_pixel: float) -> n
     return panel[rows.astype(int)][:, cols.astype(int)]
 
 
-def preview(image: np.ndarray, grid: ImageGrid, height: int = 256) -> np.ndarray:
-    """An RGB ``uint8`` picture: central transverse, coronal, sagittal slices and a MIP."""
+#: Panel titles of :func:`preview`, left to right.
+PANELS = ("transverse (z mid)", "coronal (y mid)", "sagittal (x mid)", "MIP along y")
+
+
+def preview(image: np.ndarray, grid: ImageGrid, height: int = 256, *,
+            caption: Sequence[str] = (), units: str = "decays/voxel") -> np.ndarray:
+    """An RGB ``uint8`` picture: central transverse, coronal, sagittal slices and a MIP.
+
+    Titled panels (:data:`PANELS`), a scale bar in mm under the first, a colour bar in
+    ``units`` on the right, and the ``caption`` lines below.
+    """
     vz, vy, vx = grid.voxel_size
     nz, ny, nx = image.shape
     panels = [
@@ -106,9 +121,77 @@ def preview(image: np.ndarray, grid: ImageGrid, height: int = 256) -> np.ndarray
         scaled.append(canvas)
         scaled.append(np.full((height, 4), 0.25))  # a separator
     grey = np.round(255 * np.concatenate(scaled[:-1], axis=1)).astype(np.uint8)
-    return np.repeat(grey[:, :, None], 3, axis=2)
+    widths = [p.shape[1] for p in scaled[::2]]
+    return _annotate(grey, widths, mm, top, units, list(caption))
 
 
-def save_preview(path: str | os.PathLike[str], image: np.ndarray, grid: ImageGrid) -> None:
-    """Write :func:`preview` of ``image`` as a PNG."""
-    io.write_image(path, preview(image, grid))
+def _font(size: int) -> Any:
+    from PIL import ImageFont
+
+    try:
+        return ImageFont.load_default(size=size)
+    except TypeError:  # Pillow without FreeType: the fixed bitmap font
+        return ImageFont.load_default()
+
+
+def _scale_length(mm_per_pixel: float, width: int) -> float:
+    """A round length in mm (1, 2, 5 x 10^k) of at most a third of ``width`` pixels."""
+    most = max(width * mm_per_pixel / 3, 1e-9)
+    base = 10.0 ** np.floor(np.log10(most))
+    return float(max(m * base for m in (1, 2, 5) if m * base <= most))
+
+
+def _wrap(text: str, font: Any, width: float) -> list[str]:
+    """``text`` in lines of at most ``width`` pixels, broken at spaces (indented after the
+    first)."""
+    lines: list[str] = []
+    for word in text.split(" "):
+        if lines and font.getlength(lines[-1] + " " + word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(("    " if lines else "") + word)
+    return lines
+
+
+def _annotate(grey: np.ndarray, widths: list[int], mm: float, top: float, units: str,
+              caption: list[str]) -> np.ndarray:
+    """Titles above the panels, a scale bar, a colour bar and caption lines around ``grey``."""
+    from PIL import Image, ImageDraw
+
+    font, line = _font(11), 14
+    height, width = grey.shape
+    head, bar_w, right = line + 4, 12, 64
+    caption = [w for text in caption for w in _wrap(text, font, width + right - 8)]
+    foot = line + 8 + line * len(caption) + 4
+    canvas = Image.new("RGB", (width + right, head + height + foot), (255, 255, 255))
+    canvas.paste(Image.fromarray(grey).convert("RGB"), (0, head))
+    draw = ImageDraw.Draw(canvas)
+    x = 0
+    for title, w in zip(PANELS, widths, strict=True):
+        draw.text((x + w / 2, 2), title, fill=(0, 0, 0), font=font, anchor="ma")
+        x += w + 4
+    # scale bar under the first panel
+    length = _scale_length(mm, widths[0])
+    pixels = max(1, round(length / mm))
+    y = head + height + 6
+    draw.rectangle((4, y, 4 + pixels, y + 3), fill=(0, 0, 0))
+    draw.text((8 + pixels, y - 4), f"{length:g} mm", fill=(0, 0, 0), font=font)
+    # colour bar: 0 at the bottom, the maximum at the top
+    x0 = width + 8
+    ramp = np.linspace(255, 0, height).round().astype(np.uint8)
+    bar = np.repeat(np.repeat(ramp[:, None], bar_w, axis=1)[:, :, None], 3, axis=2)
+    canvas.paste(Image.fromarray(bar), (x0, head))
+    draw.rectangle((x0, head, x0 + bar_w - 1, head + height - 1), outline=(0, 0, 0))
+    for i, text in enumerate([f"{top:.3g}", *units.split("/")]):  # the maximum, its units
+        draw.text((x0 + bar_w + 3, head + i * line), ("/" if i > 1 else "") + text,
+                  fill=(0, 0, 0), font=font)
+    draw.text((x0 + bar_w + 3, head + height - line), "0", fill=(0, 0, 0), font=font)
+    for i, text in enumerate(caption):
+        draw.text((4, y + line + 2 + i * line), text, fill=(0, 0, 0), font=font)
+    return np.asarray(canvas)
+
+
+def save_preview(path: str | os.PathLike[str], image: np.ndarray, grid: ImageGrid, *,
+                 caption: Sequence[str] = ()) -> None:
+    """Write :func:`preview` of ``image`` (with ``caption`` lines) as a PNG."""
+    io.write_image(path, preview(image, grid, caption=caption))

@@ -286,6 +286,7 @@ class RowArena:
         self._current = 0
         self._pos = 0
         self.used = 0
+        self._touched = 0  # the first slabs, touched by preallocate
 
     @property
     def nbytes(self) -> int:
@@ -294,15 +295,25 @@ class RowArena:
 
     def preallocate(self, entries: int) -> None:
         """Allocate and touch slabs for ``entries`` entries in all, so that filling them later
-        costs no page faults."""
+        costs no page faults.
+
+        Slabs that :meth:`reserve` allocated are touched too (their pages are mapped only where
+        rows were written), so call it when no rows are live: after :meth:`reset`.
+        """
+        if self.used:
+            raise RuntimeError("preallocate: rows are live in the arena; reset() it first")
+        for idx, w in self._slabs[self._touched :]:
+            idx.fill(0)  # fresh pages are mapped on first write: write now
+            w.fill(0)
         have = sum(i.shape[0] for i, _ in self._slabs)
         while have < entries:
-            idx = np.zeros(self.slab, self.index_dtype)
-            w = np.zeros(self.slab, self.weight_dtype)
-            idx.fill(0)  # calloc'd pages are mapped on first write: write now
+            idx = np.empty(self.slab, self.index_dtype)
+            w = np.empty(self.slab, self.weight_dtype)
+            idx.fill(0)
             w.fill(0)
             self._slabs.append((idx, w))
             have += self.slab
+        self._touched = len(self._slabs)
 
     def reserve(self, at_least: int) -> tuple[np.ndarray, np.ndarray]:
         """Free space of at least ``at_least`` entries: views of indices and weights."""

@@ -17,12 +17,21 @@ The *communication overhead* is the time the application spends in communication
 ``allreduce`` in blocking mode, ``start + test + wait`` with overlap (seed 000's Fig. 5b).
 Eq. 2 models the overlapped work of one subset on ``P`` ranks as
 ``t_overlap = t_read(m_s / P) + t_A(m_s) / P`` with ``t_A(m_s)`` the sequential time to compute
-the ``m_s`` rows of a subset.
+the ``m_s`` rows of a subset. :func:`eq2_check` evaluates it from the ``read`` and ``trace``
+timers of the overlap windows (``t_A(m_s)`` as the ranks' trace times summed, the sequential
+work), warm-up left out, against the windows' measured work. The model covers reading the
+events and ray tracing their rows (with the LORs' end points); it has no term for the test
+calls (communication) or for the loop's own bookkeeping between chunks.
 
 Examples
 --------
 >>> eq2(t_read=0.05, t_a=1.6, ranks=8)
 0.25
+>>> w = SubsetTimes.empty(3)  # three overlap windows on 2 ranks; the first is warm-up
+>>> for k, (r, a, o) in enumerate([(0.01, 0.30, 0.32), (0.01, 0.05, 0.06), (0.01, 0.05, 0.06)]):
+...     w.add(k, "read", r); w.add(k, "trace", a); w.add(k, "overlap", o)
+>>> [round(x, 3) for x in eq2_check(w, ranks=2)]
+[0.06, 0.06]
 >>> t = SubsetTimes.empty(2)
 >>> t.add(0, "read", 0.5); t.add(1, "read", 1.5)
 >>> t.column("read").tolist()
@@ -42,7 +51,7 @@ import numpy as np
 if TYPE_CHECKING:
     from mpi4py import MPI
 
-__all__ = ["COMM_PHASES", "PHASES", "SubsetTimes", "eq2"]
+__all__ = ["COMM_PHASES", "PHASES", "SubsetTimes", "eq2", "eq2_check"]
 
 PHASES = ("read", "trace", "backproject", "allreduce", "start", "test", "wait", "update",
           "overlap", "subset")
@@ -53,6 +62,27 @@ COMM_PHASES = ("allreduce", "start", "test", "wait")
 def eq2(t_read: float, t_a: float, ranks: int) -> float:
     """Seed 000's eq. 2: ``t_read(m_s / P) + t_A(m_s) / P`` (seconds)."""
     return t_read + t_a / ranks
+
+
+def eq2_check(window: SubsetTimes, ranks: int, warmup: int = 1) -> tuple[float, float]:
+    """Eq. 2 from the overlap windows' timers, and the work they measured (seconds per step).
+
+    ``window`` holds, per step (mean over ranks), what the overlap window held: ``read`` and
+    ``trace`` of the next subset, ``test`` calls, and its wall time ``overlap`` (0 for a step
+    without a window). The first ``warmup`` windows are left out while at least one other is
+    left (compiled code, caches and memory warm up there). Over the rest, the model is
+    :func:`eq2` of the mean ``t_read(m_s/P)`` and of ``t_A(m_s) = P x`` the mean trace time per
+    rank; the measured work is the mean window less its test calls. ``(0, 0)`` without windows.
+    """
+    steps = np.flatnonzero(window.column("overlap") > 0)
+    if steps.size > warmup:
+        steps = steps[warmup:]
+    if not steps.size:
+        return 0.0, 0.0
+    t_read = float(window.column("read")[steps].mean())
+    t_a = ranks * float(window.column("trace")[steps].mean())
+    work = window.column("overlap")[steps] - window.column("test")[steps]
+    return eq2(t_read, t_a, ranks), float(work.mean())
 
 
 @dataclasses.dataclass
