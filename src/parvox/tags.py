@@ -37,6 +37,7 @@ __all__ = [
     "BLOCKS_IEXCHANGE",
     "BLOCKS_REDUCE",
     "COLLECTIVES",
+    "DATAFLOW",
     "DODYN",
     "HALO",
     "LOOPS_PIPE",
@@ -93,6 +94,8 @@ LOOPS_PIPE = TagBlock("loops.pipe", 73, 1)
 SPMD_ROWS = TagBlock("spmd.rows", 74, 1)
 #: ``ndimage.label``: the union-find rounds' messages
 NDIMAGE_COMPONENTS = TagBlock("ndimage.components", 75, 1)
+#: ``parvox.dataflow``: tokens, results and control messages (heartbeats, stop), in that order
+DATAFLOW = TagBlock("dataflow", 76, 3)
 #: ``solvers.FaceExchange`` (split-phase face ghosts): tag ``2 * axis + side`` (up to 24 axes)
 SOLVER_FACES = TagBlock("solvers.faces", 80, 48)
 #: dynamic loop scheduling: a (result, work) pair of tags per call, 4096 calls deep
@@ -109,7 +112,7 @@ COLLECTIVES = TagBlock(
 #: the blocks in tag order; :func:`_check_disjoint` runs at import
 BLOCKS: tuple[TagBlock, ...] = (
     HALO, BLOCKS_EXCHANGE, BLOCKS_REDUCE, BLOCKS_IEXCHANGE, LOOPS_PIPE, SPMD_ROWS,
-    NDIMAGE_COMPONENTS, SOLVER_FACES, DODYN, NDIMAGE_LINES,
+    NDIMAGE_COMPONENTS, DATAFLOW, SOLVER_FACES, DODYN, NDIMAGE_LINES,
 )
 
 
