@@ -58,7 +58,7 @@ def test_this_rank_is_never_silent():
 
 
 def test_a_gone_local_process_is_dead_at_once():
-    peers, clock = _peers(3)
+    peers, _ = _peers(3)
     peers.answered(1, {"pid": 11})
     peers.answered(2, {"pid": 22})
     gone = {22}
@@ -69,7 +69,7 @@ def test_a_gone_local_process_is_dead_at_once():
 
 
 def test_unknown_status_is_left_to_the_heartbeats():
-    peers, clock = _peers(2)
+    peers, _ = _peers(2)
     calls = []
     policy = LivenessPolicy(dead_after=3.0, probe=lambda st: calls.append(st) or False)
     assert policy.verdict(peers) is None and calls == []  # rank 1 never answered: not probed

@@ -3,8 +3,11 @@
 A busy runtime sends and receives messages of a few MB many times a second. Allocated anew,
 each such buffer is a fresh ``mmap`` from the C library whose pages the kernel faults in and
 zeroes again. A :class:`BufferPool` keeps freed buffers, in power-of-two size classes, and
-hands them out again; the runtime owns one and frees it when it closes, so the saving does not
-depend on the process's ``malloc`` settings.
+hands them out again; the runtime owns one (``Dataflow.pool``) and frees it when it closes, so
+the saving does not depend on the process's ``malloc`` settings. The runtime packs every message
+it sends into a pooled buffer and receives every message into one; a stage may build its result
+in ``flow.pool.take(n)`` too (the slice server's parts are), and the runtime gives a result
+back once it is packed for the wire or merged.
 
 A buffer given back is reused only once nothing else refers to it: :func:`~parvox.dataflow.unpack`
 returns views into a received buffer, and a view an operation keeps (a stage's payload, a merged
@@ -29,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import threading
+from typing import Any
 
 import numpy as np
 
@@ -88,9 +92,11 @@ class BufferPool:
             self.stats.allocated += 1
         return np.empty(cls, dtype=np.uint8)[:nbytes]
 
-    def give(self, buf: np.ndarray) -> None:
-        """Give back an array from :meth:`take` (others are ignored); it is handed out again
-        once nothing refers to it."""
+    def give(self, buf: Any) -> None:
+        """Give back an array from :meth:`take` (anything else is ignored); it is handed out
+        again once nothing refers to it."""
+        if not isinstance(buf, np.ndarray):
+            return
         block = buf.base
         if (
             not isinstance(block, np.ndarray)

@@ -293,6 +293,7 @@ class Dataflow:
                 errors.append(DataflowError(op.name, err[0], src, err[1], err[2]))
             elif not errors:
                 acc = op.merge(acc, payload)
+                self.pool.give(payload)  # reused once the merge dropped it, if pooled
 
         def drain() -> bool:
             took = False
@@ -401,6 +402,7 @@ class Dataflow:
         head = {"rid": item.rid, "seq": item.seq, "err": err}
         try:
             buf = pack(head, out, self.pool.take)
+            self.pool.give(out)  # a stage's result in a pooled buffer: copied, reusable
         except Exception as exc:  # an unpackable result becomes an error
             head["err"] = ("(send)", type(exc).__name__, str(exc))
             buf = pack(head, None)

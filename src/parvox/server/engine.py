@@ -171,7 +171,8 @@ class SliceService:
         token, blocks = work
         src = self.source.level_source(token["level"])
         parts = src.parts_of(token["plane"], blocks, token["keys"], token["ranges"])
-        return pack_parts(parts, self.source.channels)
+        # in a buffer of the runtime's pool: the runtime gives it back once sent or merged
+        return pack_parts(parts, self.source.channels, alloc=self.flow.pool.take)
 
     def _init(self, request: tuple[Plane, int]) -> tuple[Plane, Any]:
         plane = request[0]

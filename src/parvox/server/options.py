@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from parvox.errors import ParameterError
+from parvox.server.imaging import DEFAULT_PNG_LEVEL
 from parvox.server.params import DEFAULT_MAX_SIZE
 from parvox.server.png import parse_png_level
 
@@ -107,7 +108,7 @@ class ServerOptions:
         metavar="S",
     )
     png_level: int = _field(
-        1, "Deflate level of PNG slices, 0-9 (1: fast; 1-3 ISA-L, 4-9 zlib).", metavar="L"
+        DEFAULT_PNG_LEVEL, "Deflate level of PNG slices, 0-9 (1: fast; 1-3 ISA-L, 4-9 zlib).", metavar="L"
     )
     encode_threads: int = _field(
         2, "Threads encoding PNG/JPEG slices on rank 0 (>= 1).", metavar="T"

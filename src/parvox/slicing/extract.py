@@ -26,7 +26,7 @@ import concurrent.futures as cf
 import dataclasses
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -96,12 +96,14 @@ def extract_parts(
 
 
 def pack_parts(
-    parts: PartBatch | Sequence[Part], channels: int, request: int = 0
+    parts: PartBatch | Sequence[Part], channels: int, request: int = 0,
+    alloc: Callable[[int], np.ndarray] | None = None,
 ) -> np.ndarray:
     """One ``uint8`` buffer holding ``parts``: a header of int64
     ``[request, n, (extent, count) * n]``, then all pixel indices (int64), then all values
     (float32, ``channels`` per pixel). ``request`` tags the message (a server with several
     requests in flight reads it back with :func:`message_request`). Empty parts are left out.
+    ``alloc(nbytes)``, if given, provides the ``uint8`` buffer (a message buffer pool's).
 
     Examples
     --------
@@ -119,13 +121,14 @@ def pack_parts(
     header[1] = n
     header[2::2] = batch.extents[live]
     header[3::2] = batch.counts[live]
-    return np.concatenate(
-        [
-            header.view(np.uint8),
-            np.ascontiguousarray(batch.index, dtype=np.int64).view(np.uint8),
-            np.ascontiguousarray(batch.values, dtype=np.float32).reshape(-1).view(np.uint8),
-        ]
-    )
+    pieces = [
+        header.view(np.uint8),
+        np.ascontiguousarray(batch.index, dtype=np.int64).view(np.uint8),
+        np.ascontiguousarray(batch.values, dtype=np.float32).reshape(-1).view(np.uint8),
+    ]
+    if alloc is None:
+        return np.concatenate(pieces)
+    return np.concatenate(pieces, out=alloc(sum(p.size for p in pieces)))
 
 
 def message_request(buf: np.ndarray) -> int:
