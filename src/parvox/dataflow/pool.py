@@ -16,12 +16,12 @@ part) keeps its buffer out of circulation until it is dropped.
 Examples
 --------
 >>> pool = BufferPool(max_bytes=1 << 20)
->>> a = pool.take(1000)
+>>> a = pool.take(100_000)
 >>> a.size, a.dtype.name, pool.stats.allocated
-(1000, 'uint8', 1)
+(100000, 'uint8', 1)
 >>> pool.give(a)
 >>> del a
->>> b = pool.take(900)  # the same size class: the buffer comes back
+>>> b = pool.take(90_000)  # the same size class: the buffer comes back
 >>> pool.stats.reused, pool.stats.allocated
 (1, 1)
 >>> pool.close()
