@@ -96,7 +96,7 @@ def worker(n: int, iterations: int, report: str, keep: str) -> None:
     p = op.vector()
     faces = op.exchange(p)
     reps = 20
-    figures["exchange"], _ = span(lambda: [faces.exchange() for _ in range(reps)])
+    figures["exchange"], _ = span(lambda: [faces.start().wait() for _ in range(reps)])
     figures["exchange"] /= reps
     if comm.Get_rank() == 0:
         np.save(os.path.join(keep, f"u{comm.Get_size()}.npy"), whole)

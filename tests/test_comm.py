@@ -1,9 +1,11 @@
-"""Runtime helpers: job detection, launch command, root-only regions and max-over-ranks timers."""
+"""Runtime helpers: job detection, launch command, error agreement, root-only regions and
+max-over-ranks timers."""
 
 from __future__ import annotations
 
 import time
 
+import numpy as np
 import pytest
 
 from parvox.launch import in_mpi_job, launch_command
@@ -49,7 +51,7 @@ def test_root_only_broadcasts_results_and_errors():
         raise OSError("disk gone")
 
     # every rank, root included, raises the same typed error: nobody is left waiting
-    with pytest.raises(RankFailure, match="rank 0 failed in broken: OSError: disk gone") as info:
+    with pytest.raises(RankFailure, match="rank 0 failed while running broken: OSError: disk gone") as info:
         broken()
     assert info.value.rank == 0
     assert isinstance(info.value.__cause__, OSError) == (rank == 0)
@@ -84,6 +86,101 @@ def test_root_only_broadcasts_results_and_errors():
             skipped_failure()
     else:
         assert skipped_failure() is None
+
+
+@mpi_test(ranks=(1, 2, 3, 4), timeout=30)
+def test_agree_raises_the_first_failure_on_every_rank():
+    from mpi4py import MPI
+
+    from parvox.comm import agree
+    from parvox.errors import AllRanksValueError, ParameterError, RankFailure
+
+    comm = MPI.COMM_WORLD
+    rank, size = comm.Get_rank(), comm.Get_size()
+    agree(None, "doing nothing")  # nobody failed: returns on every rank
+    bad = min(1, size - 1)  # rank 1 (rank 0 alone at one rank)
+    mine = OSError("disk gone") if rank == bad else None
+    with pytest.raises(RankFailure) as info:
+        agree(mine, "writing w.npy", comm)
+    assert info.value.rank == bad
+    assert str(info.value) == f"rank {bad} failed while writing w.npy: OSError: disk gone"
+    assert info.value.__cause__ is mine  # None on the ranks that did not fail
+    # several failures: every rank raises the lowest failing rank's, a ValueError kept as one
+    mine = ParameterError("size", f"size: bad on rank {rank}") if rank >= bad else None
+    with pytest.raises(AllRanksValueError) as info:
+        agree(mine, "checking")
+    assert (info.value.rank, info.value.param, str(info.value)) == (
+        bad, "size", f"size: bad on rank {bad}"
+    )
+    # an agreed error agreed again stays the same error
+    with pytest.raises(AllRanksValueError) as again:
+        agree(info.value, "checking again")
+    assert again.value is info.value
+    # user traffic pending on the communicator is not matched by the agreement
+    req = comm.irecv(source=(rank - 1) % size, tag=7)
+    with pytest.raises(RankFailure):
+        agree(KeyError("k") if rank == size - 1 else None, "looking up")
+    comm.send(rank, dest=(rank + 1) % size, tag=7)
+    assert req.wait() == (rank - 1) % size
+
+
+@mpi_test(ranks=(1, 2, 3, 4), timeout=30)
+def test_root_writes_runs_on_root_and_shares_its_failure():
+    import os
+    import tempfile
+
+    from mpi4py import MPI
+
+    from parvox.comm import root_writes
+    from parvox.errors import RankFailure
+
+    comm = MPI.COMM_WORLD
+    rank = comm.Get_rank()
+    d = comm.bcast(tempfile.mkdtemp() if rank == 0 else None)
+    ran = []
+    with root_writes(what="writing a note") as mine:
+        ran.append(mine)
+        if mine:
+            with open(os.path.join(d, "note"), "w") as fh:
+                fh.write("done")
+    assert ran == [rank == 0]
+    with open(os.path.join(d, "note")) as fh:  # root finished before anyone left the region
+        assert fh.read() == "done"
+    t0 = time.monotonic()
+    with pytest.raises(RankFailure, match="failed while writing into a file") as info:
+        with root_writes(comm, root=comm.Get_size() - 1, what="writing into a file") as mine:
+            if mine:
+                open(os.path.join(d, "note", "child"), "w")  # "note" is a file: fails
+    assert info.value.rank == comm.Get_size() - 1 and time.monotonic() - t0 < 5
+
+
+@mpi_test(ranks=(1, 2, 3, 4), timeout=30)
+def test_write_npy_failing_on_root_raises_on_every_rank():
+    import os
+    import tempfile
+
+    from mpi4py import MPI
+
+    from parvox.distarray import DistArray
+    from parvox.errors import RankFailure
+
+    comm = MPI.COMM_WORLD
+    rank = comm.Get_rank()
+    d = comm.bcast(tempfile.mkdtemp() if rank == 0 else None)
+    if rank == 0:
+        open(os.path.join(d, "plain"), "w").close()
+    comm.Barrier()
+    a = DistArray.scatter(np.arange(7 * 5, dtype=np.float32).reshape(7, 5), nblocks=3)
+    t0 = time.monotonic()
+    # the parent is a regular file: root cannot create it (even as root, unlike a chmod)
+    with pytest.raises(RankFailure, match=r"rank 0 failed while creating .*plain/a\.npy") as info:
+        a.write_npy(os.path.join(d, "plain", "a.npy"))
+    assert info.value.rank == 0 and time.monotonic() - t0 < 5
+    assert isinstance(info.value.__cause__, OSError) == (rank == 0)
+    # the same array written where it can be: complete, and no temporary left beside it
+    a.write_npy(os.path.join(d, "a.npy"))
+    np.testing.assert_array_equal(np.load(os.path.join(d, "a.npy")), a.allgather())
+    assert sorted(os.listdir(d)) == ["a.npy", "plain"]
 
 
 @mpi_test(ranks=(1, 2, 3), timeout=60)

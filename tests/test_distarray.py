@@ -141,7 +141,7 @@ def test_periodic_grid_always_wraps_and_bad_halo_is_named():
 
 def _extended(a, ghost, modes, cval):
     """``a`` extended on every side the way scipy.ndimage extends a line, however far."""
-    from parvox.distarray import _fold
+    from parvox.halo import fold as _fold
 
     out = a
     for axis, (g, mode) in enumerate(zip(ghost, modes, strict=True)):
@@ -258,40 +258,3 @@ def test_collection_and_reductions_run_on_every_collectives_algorithm():
             np.testing.assert_array_equal(broadcast(a if rank == 0 else None), a)
     finally:
         collectives.configure(comm, algorithm="auto")
-
-
-@mpi_test(timeout=120)
-def test_redistribute_any_layout_to_any_other_equals_numpy():
-    """parvox.redistribution against NumPy's transpose/crop/pad of the global array: uneven
-    blocks, round-robin, ghosts, ranks without blocks, a permutation, a dtype conversion and
-    an opaque (void) dtype."""
-    from mpi4py import MPI
-
-    from parvox.distarray import DistArray
-    from parvox.redistribution import redistribute
-
-    size = MPI.COMM_WORLD.Get_size()
-    rng = np.random.default_rng(3)
-    a = rng.integers(0, 1000, (7, 5, 6)).astype(np.int64)
-    x = DistArray.from_global(a, nblocks=5, assignment="round_robin", ghost=1)
-    cases = [  # (dst shape, dtype, layout, axes, reference)
-        ((7, 5, 6), np.int64, {"grid": (1, 1, size)}, None, a),
-        ((6, 7, 5), np.float32, {"nblocks": 3, "ghost": 2}, (2, 0, 1), a.transpose(2, 0, 1)),
-        ((4, 8, 9), np.int64, {"grid": (min(size + 1, 4), 1, 1)}, None,
-         np.pad(a[:4], ((0, 0), (0, 3), (0, 3)))),
-    ]
-    for shape, dtype, layout, axes, ref in cases:
-        y = DistArray.zeros(shape, dtype, **layout)
-        assert redistribute(x, y, axes=axes) is y
-        np.testing.assert_array_equal(y.allgather(), ref.astype(dtype))
-    # bytes move as they are: an opaque dtype (the distance transform's feature items)
-    opaque = np.dtype((np.void, 12))
-    v = DistArray.from_global(a[..., :3].astype(np.int32).copy().view(opaque)[..., 0],
-                              grid=(size, 1))
-    w = DistArray.empty((7, 5), opaque, grid=(1, size), assignment="round_robin")
-    got = redistribute(v, w).allgather()
-    np.testing.assert_array_equal(got.view(np.int32).reshape(7, 5, 3), a[..., :3])
-    with pytest.raises(ValueError, match="axes"):
-        redistribute(x, DistArray.zeros((7, 5, 6), np.int64), axes=(0, 0, 1))
-    with pytest.raises(ValueError, match="dst"):
-        redistribute(x, DistArray.zeros((7, 30), np.int64))

@@ -150,3 +150,79 @@ def test_distributed_errors_reach_every_rank():
         write_distributed(d, os.path.join(tmp, "f.png"))
     with pytest.raises(AllRanksValueError, match="does not exist"):
         write_distributed(d, os.path.join(tmp, "nodir", "f.npy"))
+
+
+# ------------------------------------------------------------------ publication
+
+
+def _recording_fsync(monkeypatch):
+    """Record the path behind every fd that os.fsync flushes."""
+    synced = []
+    real = os.fsync
+
+    def record(fd):
+        synced.append(os.path.realpath(os.readlink(f"/proc/self/fd/{fd}")))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", record)
+    return synced
+
+
+def test_atomic_write_publishes_only_complete_files(tmp_path, monkeypatch):
+    from parvox.io import atomic_write
+
+    synced = _recording_fsync(monkeypatch)
+    target = tmp_path / "a.bin"
+    with atomic_write(target) as fh:
+        fh.write(b"first")
+        fh.flush()
+        assert not target.exists()  # nothing under the final name while writing
+        temp = os.path.realpath(fh.name)
+        assert os.path.dirname(temp) == str(tmp_path.resolve())  # beside it: rename is atomic
+    assert target.read_bytes() == b"first"
+    assert os.listdir(tmp_path) == ["a.bin"]
+    # the file's data, then the directory entry, reached the disk
+    assert synced == [temp, str(tmp_path.resolve())]
+    # an existing file is replaced by the rename: a reader holding the old one keeps it whole
+    with open(target, "rb") as old, atomic_write(target, "w") as fh:
+        fh.write("second, longer")
+        assert target.read_bytes() == b"first"
+    assert old.closed and target.read_text() == "second, longer"
+    assert os.listdir(tmp_path) == ["a.bin"]
+
+
+def test_atomic_write_leaves_nothing_when_the_body_raises(tmp_path):
+    from parvox.io import atomic_write
+
+    target = tmp_path / "a.txt"
+    target.write_text("old")
+    with pytest.raises(KeyError), atomic_write(target, "w") as fh:
+        fh.write("half")
+        raise KeyError("boom")
+    assert target.read_text() == "old" and os.listdir(tmp_path) == ["a.txt"]
+    with pytest.raises(ValueError, match="mode"), atomic_write(target, "a"):
+        pass
+
+
+def test_atomic_path_publishes_files_and_directories(tmp_path, monkeypatch):
+    from parvox.io import atomic_path
+
+    with atomic_path(tmp_path / "scan.nii.gz") as tmp:
+        assert tmp.name.endswith(".nii.gz")  # writers that pick a format by extension work
+        tmp.write_bytes(b"x")
+    assert (tmp_path / "scan.nii.gz").read_bytes() == b"x"
+    synced = _recording_fsync(monkeypatch)
+    for value in ("one", "two"):  # the second replaces the first directory whole
+        with atomic_path(tmp_path / "store") as tmp:
+            (tmp / "sub").mkdir(parents=True)
+            (tmp / "sub" / "f").write_text(value)
+    assert (tmp_path / "store" / "sub" / "f").read_text() == "two"
+    assert sorted(os.listdir(tmp_path)) == ["scan.nii.gz", "store"]
+    # every file and folder of the tree, then the parent directory, is flushed
+    names = [os.path.basename(p) for p in synced[-4:]]
+    assert names[0] == "f" and names[1] == "sub" and synced[-1] == str(tmp_path.resolve())
+    with pytest.raises(OSError), atomic_path(tmp_path / "store") as tmp:
+        tmp.mkdir()
+        (tmp / "f").write_text("half")
+        raise OSError("disk full")
+    assert sorted(os.listdir(tmp_path)) == ["scan.nii.gz", "store"]

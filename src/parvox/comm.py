@@ -1,6 +1,9 @@
-"""The MPI runtime: world communicator, private communicators, root-only regions, aborts, timers.
+"""The MPI runtime: world communicator, private communicators, error agreement, root-only
+regions, aborts, timers.
 
-Everything here is the seed's INIT/END, RONLY, BARRIER and TIME/TTIME in Python form.
+Everything here is the seed's INIT/END, RONLY, BARRIER and TIME/TTIME in Python form, plus the
+one way ranks agree on an error (:func:`agree`): :func:`root_only` and :func:`root_writes` are
+built on it, so a failure on one rank reaches every rank and nothing waits forever.
 ``mpi4py.MPI`` is imported lazily, on first use. Starting a job (``mpiexec``, the ``-n``
 re-exec) is :mod:`parvox.launch`; the exceptions are :mod:`parvox.errors`.
 
@@ -23,7 +26,13 @@ import traceback
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Literal, NoReturn, ParamSpec, TypeVar, cast, overload
 
-from parvox.errors import AllRanksValueError, ParameterError, ParvoxError, RankFailure
+from parvox.errors import (
+    AllRanksError,
+    AllRanksValueError,
+    ParameterError,
+    ParvoxError,
+    RankFailure,
+)
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -35,12 +44,14 @@ __all__ = [
     "Timers",
     "abort",
     "abort_on_exception",
+    "agree",
     "all_ranks_joined",
     "get_comm",
     "is_root",
     "private_comm",
     "rank",
     "root_only",
+    "root_writes",
     "size",
     "world",
     "world_rank",
@@ -239,14 +250,15 @@ def root_only(
         with ``bcast``; with ``bcast=False`` the default is the seed's RONLY, where the other
         ranks skip the region at once (and root alone raises).
     comm : MPI communicator, optional
-        World by default; pass a private one to keep the broadcast apart from user traffic.
+        World by default. The outcome travels on its :func:`private_comm`, apart from user
+        traffic.
 
     Raises
     ------
     AllRanksValueError
         On every rank, root included, when root raised a :class:`ValueError` in a shared
         region: its message, and its parameter when it was a
-        :class:`~parvox.errors.ParameterError`.
+        :class:`~parvox.errors.ParameterError` (:func:`agree`).
     RankFailure
         On every rank, when root raised another :class:`Exception` in a shared region; the
         message names the rank, the function and the error. On root both chain the original.
@@ -277,36 +289,132 @@ def root_only(
             if not shared:
                 return f(*args, **kwargs) if mine else None
             value: Any = None
-            failure: tuple[bool, str, str | None] | None = None
-            original: Exception | None = None
+            error: Exception | None = None
             if mine:
                 try:
                     value = f(*args, **kwargs)
-                except Exception as exc:  # raised on every rank below
-                    original = exc
-                    failure = _describe(exc, root, f.__name__)
-            failure, shared_value = c.bcast((failure, value if bcast else None), root=root)
-            if failure is not None:
-                is_value, message, param = failure
-                error: Exception = (
-                    AllRanksValueError(message, root, param) if is_value
-                    else RankFailure(message, root)
-                )  # fmt: skip
-                raise error from original
+                except Exception as exc:  # raised on every rank by agree
+                    error = exc
+            agree(error, f"running {f.__name__}", c)
             if not bcast:
                 return value if mine else None
-            return shared_value
+            return cast("T", private_comm(c).bcast(value, root=root))
 
         return wrapper
 
     return decorate if func is None else decorate(func)
 
 
-def _describe(exc: Exception, root: int, name: str) -> tuple[bool, str, str | None]:
-    """What every rank needs to raise ``exc`` again: (is a ValueError, message, parameter)."""
+#: What every rank needs to raise one rank's error: (a ValueError?, message, param, rank).
+_Failure = tuple[bool, str, str | None, int]
+
+
+def _describe(exc: BaseException, rank: int, what: str) -> _Failure:
+    """The shared form of ``exc``, raised on ``rank`` while ``what``."""
+    if isinstance(exc, AllRanksValueError):  # agreed before: passed on unchanged
+        return True, str(exc), exc.param, exc.rank
+    if isinstance(exc, RankFailure):
+        return False, str(exc), None, exc.rank
     if isinstance(exc, ValueError):
-        return True, str(exc), getattr(exc, "param", None) if isinstance(exc, ParameterError) else None
-    return False, f"rank {root} failed in {name}: {type(exc).__name__}: {exc}", None
+        return True, str(exc), exc.param if isinstance(exc, ParameterError) else None, rank
+    return False, f"rank {rank} failed while {what}: {type(exc).__name__}: {exc}", None, rank
+
+
+def agree(error: BaseException | None, what: str, comm: MPI.Intracomm | None = None) -> None:
+    """Raise one error on every rank when any rank failed; collective over ``comm``.
+
+    Every rank passes its own exception (``None`` when it succeeded). When nobody failed this
+    returns; otherwise every rank raises the same typed error, built from the failure of the
+    lowest failing rank, and a rank that failed chains its own exception (``__cause__``). The
+    agreement runs on :func:`private_comm` (it never matches the user's traffic) and is a
+    synchronisation point: no rank leaves before every rank has arrived.
+
+    Parameters
+    ----------
+    error : BaseException or None
+        This rank's failure, or ``None``.
+    what : str
+        What the ranks were doing (``"writing x.npy"``), for the message.
+    comm : MPI communicator, optional
+        World by default.
+
+    Raises
+    ------
+    AllRanksValueError
+        When the failure was a :class:`ValueError`: its message, and its parameter when it was
+        a :class:`~parvox.errors.ParameterError`; ``.rank`` is the rank that failed.
+    RankFailure
+        For any other failure: ``rank R failed while WHAT: Type: message``; ``.rank`` is R.
+        An error that was agreed before (an :class:`~parvox.errors.AllRanksError`) passes on
+        unchanged, so nested agreements raise the same error.
+
+    Examples
+    --------
+    >>> agree(None, "reading the header")  # nobody failed: returns
+    >>> try:
+    ...     agree(OSError("disk full"), "writing a.npy")
+    ... except RankFailure as exc:
+    ...     print(exc.rank, "|", exc, "|", type(exc.__cause__).__name__)
+    0 | rank 0 failed while writing a.npy: OSError: disk full | OSError
+    """
+    c = get_comm(comm)
+    mine = None if error is None else _describe(error, c.Get_rank(), what)
+    failures: list[_Failure | None] = private_comm(c).allgather(mine)
+    first = next((f for f in failures if f is not None), None)
+    if first is None:
+        return
+    is_value, message, param, rank = first
+    if isinstance(error, AllRanksError) and mine == first:
+        raise error
+    shared: Exception = (
+        AllRanksValueError(message, rank, param) if is_value else RankFailure(message, rank)
+    )
+    raise shared from error
+
+
+@contextlib.contextmanager
+def root_writes(
+    comm: MPI.Intracomm | None = None, root: int = 0, what: str = "writing"
+) -> Iterator[bool]:
+    """A region that ``root`` alone runs, typically to write a file the others then read.
+
+    Yields whether this rank is ``root``: ``with root_writes() as mine: if mine: ...``. On leaving
+    the region the ranks :func:`agree` on its outcome (collective): an error raised in it on any
+    rank is raised on every rank, and no rank leaves before root has finished, so the region
+    replaces "root writes, then ``Barrier``" without the hang when root fails.
+
+    Parameters
+    ----------
+    comm : MPI communicator, optional
+        World by default.
+    root : int
+        The rank that runs the body.
+    what : str
+        What the body does, for the error message.
+
+    Raises
+    ------
+    AllRanksValueError, RankFailure
+        On every rank when the body failed on any rank (see :func:`agree`).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "note.txt")
+    >>> with root_writes(what="writing the note") as mine:
+    ...     if mine:
+    ...         with open(path, "w") as fh:
+    ...             _ = fh.write("done")
+    >>> open(path).read()  # every rank may read it now
+    'done'
+    """
+    c = get_comm(comm)
+    error: Exception | None = None
+    try:
+        yield c.Get_rank() == root
+    except Exception as exc:  # raised on every rank by agree
+        error = exc
+    agree(error, what, c)
 
 
 class Timers:

@@ -40,43 +40,15 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 import numpy as np
 
 from parvox import collectives
-from parvox.comm import get_comm, private_comm
+from parvox.comm import agree, get_comm, private_comm, root_writes
 from parvox.decomposition import Assignment, BlockGrid, parse_halo
+from parvox.halo import MODES, PAD_MODES, HaloPlan, parse_boundary_mode
 from parvox.reductions import REDUCTIONS, identity, mean_var, minmax, reduce_array
-from parvox.tags import HALO
 
 if TYPE_CHECKING:
     from mpi4py import MPI
 
 __all__ = ["MODES", "PAD_MODES", "Block", "DistArray", "broadcast", "parse_boundary_mode"]
-
-#: Boundary modes of :meth:`DistArray.exchange_halo`, named as in ``scipy.ndimage``.
-MODES = ("reflect", "mirror", "nearest", "constant", "wrap")
-#: Each mode as the ``numpy.pad`` mode that extends an array the same way.
-PAD_MODES = {
-    "reflect": "symmetric",
-    "mirror": "reflect",
-    "nearest": "edge",
-    "constant": "constant",
-    "wrap": "wrap",
-}
-_ALIASES = {"grid-mirror": "reflect", "grid-constant": "constant", "grid-wrap": "wrap"}
-
-
-def parse_boundary_mode(mode: str) -> str:
-    """Validate a boundary mode (scipy.ndimage names and ``grid-*`` aliases).
-
-    Examples
-    --------
-    >>> parse_boundary_mode("grid-wrap")
-    'wrap'
-    """
-    if not isinstance(mode, str):
-        raise TypeError(f"mode must be a string, got {type(mode).__name__}")
-    mode = _ALIASES.get(mode, mode)
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
-    return mode
 
 
 def _as_bytes(a: np.ndarray) -> np.ndarray:
@@ -429,17 +401,43 @@ class DistArray:
         return self._assemble(buf)
 
     def write_npy(self, path: str | os.PathLike[str]) -> None:
-        """Write the array to a ``.npy`` file in parallel (root writes the header; collective)."""
-        if self.comm.Get_rank() == 0:
-            np.lib.format.open_memmap(path, mode="w+", dtype=self.dtype, shape=self.shape).flush()
-        self.comm.Barrier()
-        if self.blocks:
-            dst = np.load(path, mmap_mode="r+")
-            for b in self.blocks:
-                dst[b.bounds] = b.core
-            dst.flush()
-            del dst
-        self.comm.Barrier()
+        """Write the array to a ``.npy`` file in parallel; collective.
+
+        Root creates a temporary sibling holding the header, every rank writes its blocks
+        into it, and root publishes it (:func:`parvox.io.publish`): ``path`` appears complete
+        or not at all. A failure on any rank is raised on every rank
+        (:func:`parvox.comm.agree`), so nobody waits for a rank that failed.
+        """
+        from parvox.io import publish, temp_path
+
+        c, name = self.comm, os.fspath(path)
+        tmp = None
+        with root_writes(c, what=f"creating {name}") as mine:
+            if mine:
+                tmp = temp_path(path)
+                head = np.lib.format.open_memmap(tmp, "w+", dtype=self.dtype, shape=self.shape)
+                head.flush()
+                del head
+        tmp = private_comm(c).bcast(tmp, root=0)
+        error: Exception | None = None
+        try:
+            if self.blocks:
+                dst = np.load(tmp, mmap_mode="r+")
+                for b in self.blocks:
+                    dst[b.bounds] = b.core
+                dst.flush()
+                del dst
+        except Exception as exc:  # raised on every rank by agree
+            error = exc
+        try:
+            agree(error, f"writing {name}", c)
+            with root_writes(c, what=f"publishing {name}") as mine:
+                if mine:
+                    publish(tmp, path)
+        except Exception:
+            if c.Get_rank() == 0:
+                tmp.unlink(missing_ok=True)
+            raise
 
     # ------------------------------------------------------------------ ghosts
     def with_ghost(self, ghost: int | Sequence[int]) -> DistArray:
@@ -449,106 +447,55 @@ class DistArray:
             dst.core[...] = src.core
         return out
 
-    def exchange_halo(self, mode: str | Sequence[str] = "reflect", cval: Any = 0.0) -> DistArray:
+    def halo_plan(
+        self,
+        mode: str | Sequence[str | None] | None = "reflect",
+        cval: Any = 0.0,
+        *,
+        corners: bool = True,
+    ) -> HaloPlan:
+        """The split-phase halo exchange of this array's blocks (:class:`~parvox.halo.HaloPlan`).
+
+        Keep it to run the exchange many times (``plan.start()``, work, ``plan.wait()``); its
+        buffers are reused. ``mode`` is one boundary mode or one per axis, ``None`` leaving the
+        ghosts beyond the global boundary untouched; ``corners=False`` fills the faces only.
+        Collective.
+
+        Examples
+        --------
+        >>> d = DistArray.from_global(np.arange(6.0), ghost=1)
+        >>> plan = d.halo_plan("wrap")
+        >>> plan.start().wait()
+        >>> d.blocks[0].data.tolist()    # one rank: the block is the array, wrapped
+        [5.0, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 0.0]
+        """
+        return HaloPlan(self.grid, self.blocks, ghost=self.ghost, assignment=self.assignment,
+                        mode=mode, cval=cval, corners=corners, comm=self.comm)
+
+    def exchange_halo(
+        self, mode: str | Sequence[str | None] | None = "reflect", cval: Any = 0.0
+    ) -> DistArray:
         """Fill every block's ghost zones from its neighbours (seed A2A P(X=n)); returns self.
 
-        Axes are exchanged one after the other, each over the ghost-extended range of the axes
-        before it, so edge and corner ghosts are filled too. At the global boundary the ghosts
-        follow ``mode`` exactly as ``scipy.ndimage`` extends an array:
+        Edge and corner ghosts are filled too, in the same single exchange. At the global
+        boundary the ghosts follow ``mode`` exactly as ``scipy.ndimage`` extends an array:
 
         - ``reflect`` (d c b a | a b c d | d c b a), ``mirror`` (d c b | a b c d | c b a),
         - ``nearest`` (a a a | a b c d | d d d), ``constant`` (cval), ``wrap`` (the seed's
-          cyclic exchange XC: b c d | a b c d | a b c).
+          cyclic exchange XC: b c d | a b c d | a b c);
+        - ``None`` leaves the ghosts beyond the global boundary as they are.
 
         A ghost zone may be wider than the blocks next to it, even wider than the array: each
         ghost cell holds the element its global position maps to (periodically, as scipy
-        extends a line), fetched from whichever block holds it, however far away. Per axis,
-        each pair of ranks exchanges one message.
+        extends a line), fetched from whichever block holds it, however far away. Each pair of
+        ranks exchanges one message each way.
 
         ``mode`` may also be a sequence with one mode per axis (as ``scipy.ndimage`` filters
         accept). A periodic grid axis always wraps. Blocks on the same rank copy without MPI.
+        This is ``self.halo_plan(mode, cval).start().wait()``.
         """
-        private_comm(self.comm)  # collective on first use: every rank creates it here
-        if isinstance(mode, str):
-            modes = [parse_boundary_mode(mode)] * self.ndim
-        else:
-            modes = [parse_boundary_mode(m) for m in mode]
-            if len(modes) != self.ndim:
-                raise ValueError(
-                    f"mode must have {self.ndim} entries (one per axis), got {len(modes)}"
-                )
-        for axis in range(self.ndim):
-            if self.ghost[axis] and self.shape[axis]:
-                self._exchange_axis(axis, modes[axis], cval)
+        self.halo_plan(mode, cval).start().wait()
         return self
-
-    def _region(self, b: Block, axis: int, sl: slice | np.ndarray) -> tuple[slice | np.ndarray, ...]:
-        out: list[slice | np.ndarray] = []
-        for a in range(self.ndim):
-            if a < axis:
-                out.append(slice(None))
-            elif a == axis:
-                out.append(sl)
-            else:
-                n = b.extents[a][1] - b.extents[a][0]
-                out.append(slice(self.ghost[a], self.ghost[a] + n))
-        return tuple(out)
-
-    def _exchange_axis(self, axis: int, mode: str, cval: Any) -> None:
-        from mpi4py import MPI
-
-        fold = "wrap" if self.grid.periodic[axis] else mode
-        plan = _HaloPlan(self.grid, axis, self.ghost[axis], fold)
-        me = self.comm.Get_rank()
-        local = {b.gid: b for b in self.blocks}
-        # every transfer (source gid, receiver gid, side, piece) in one global order, so that
-        # the packing on the sending rank and the unpacking on the receiving rank agree
-        outgoing: dict[int, list[np.ndarray]] = {}
-        incoming: dict[int, list[tuple[Block, np.ndarray, tuple[int, ...]]]] = {}
-        for b in self.blocks:
-            for side in (0, 1):
-                outside = plan.outside(b.gid, side)
-                if outside.size:
-                    b.data[self._region(b, axis, _as_index(outside))] = cval
-        for src_gid, dst_gid, _side, dst_idx, src_idx in plan.transfers(local, self.assignment, me):
-            receiver = local.get(dst_gid)
-            if src_gid in local:
-                piece = local[src_gid].data[self._region(local[src_gid], axis, _as_index(src_idx))]
-                if receiver is not None:  # both on this rank: copy without MPI
-                    receiver.data[self._region(receiver, axis, _as_index(dst_idx))] = piece
-                else:
-                    outgoing.setdefault(self.assignment.rank(dst_gid), []).append(
-                        _as_bytes(piece)
-                    )
-            elif receiver is not None:
-                region = self._region(receiver, axis, _as_index(dst_idx))
-                shape = receiver.data[region].shape
-                incoming.setdefault(self.assignment.rank(src_gid), []).append(
-                    (receiver, dst_idx, shape)
-                )
-        if not outgoing and not incoming:
-            return
-        pc = private_comm(self.comm)
-        requests = []
-        buffers: dict[int, np.ndarray] = {}
-        for src in sorted(incoming):
-            nbytes = sum(int(np.prod(s)) for _, _, s in incoming[src]) * self.dtype.itemsize
-            buffers[src] = np.empty(nbytes, np.uint8)
-            requests.append(
-                pc.Irecv([buffers[src], MPI.BYTE], source=src, tag=HALO.tag(2 * axis))
-            )
-        for dest in sorted(outgoing):
-            data = np.concatenate(outgoing[dest])
-            requests.append(pc.Isend([data, MPI.BYTE], dest=dest, tag=HALO.tag(2 * axis)))
-        MPI.Request.Waitall(requests)
-        for src, pieces in incoming.items():
-            pos = 0
-            flat = buffers[src].view(self.dtype)
-            for receiver, dst_idx, shape in pieces:
-                count = int(np.prod(shape))
-                region = self._region(receiver, axis, _as_index(dst_idx))
-                receiver.data[region] = flat[pos : pos + count].reshape(shape)
-                pos += count
 
     # ------------------------------------------------------------------ reductions
     def _reduce(self, op: str, local_op: Any, root: int | None) -> Any:
@@ -608,128 +555,33 @@ class DistArray:
             dst.data[...] = src.data
         return out
 
+    # ------------------------------------------------------------------ layout
+    def redistribute(
+        self,
+        *,
+        grid: BlockGrid | Sequence[int] | None = None,
+        assignment: Assignment | Literal["contiguous", "round_robin"] | None = None,
+        axes: Sequence[int] | None = None,
+        dtype: Any = None,
+        ghost: int | Sequence[int] | None = None,
+        out: DistArray | None = None,
+    ) -> DistArray:
+        """This array in another layout (block grid, ranks, axis order, shape); collective.
 
-def _as_index(idx: np.ndarray) -> slice | np.ndarray:
-    """``idx`` as a slice when it steps by +1 or -1 (a view instead of a copy), else itself."""
-    if idx.size == 0:
-        return slice(0, 0)
-    if idx.size == 1:
-        return slice(int(idx[0]), int(idx[0]) + 1)
-    step = int(idx[1] - idx[0])
-    if step in (1, -1) and np.all(np.diff(idx) == step):
-        stop = int(idx[-1]) + step
-        return slice(int(idx[0]), None if stop < 0 else stop, step)
-    return idx
+        :func:`parvox.redistribution.redistribute` (``self`` is ``src``), whose parameters
+        these are: a new array on ``grid`` (cropped or zero-padded to its shape), or ``out``
+        filled.
 
+        Examples
+        --------
+        >>> d = DistArray.from_global(np.arange(6).reshape(2, 3), grid=(2, 1))
+        >>> d.redistribute(grid=(3, 1), axes=(1, 0)).allgather().tolist()
+        [[0, 3], [1, 4], [2, 5]]
+        """
+        from parvox.redistribution import redistribute  # it builds on this module
 
-class _HaloPlan:
-    """Where each ghost cell of each block comes from, along one axis of a block grid.
-
-    A ghost cell at global position ``p`` (outside the block) holds element ``fold(p)`` of the
-    array, or ``cval`` (``fold == "constant"`` and ``p`` outside the array). The element lives
-    in the block of the same line (same coordinates along the other axes) that covers it.
-    """
-
-    def __init__(self, grid: BlockGrid, axis: int, ghost: int, fold: str) -> None:
-        self.grid = grid
-        self.axis = axis
-        self.ghost = ghost
-        self.fold = fold
-        self.n = grid.shape[axis]
-        self.parts = grid.grid[axis]
-        q, r = divmod(self.n, self.parts)
-        self._q, self._r = q, r
-        self._cache: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
-
-    def _start(self, coord: int) -> int:
-        return coord * self._q + min(coord, self._r)
-
-    def _owner(self, pos: np.ndarray) -> np.ndarray:
-        q, r = self._q, self._r
-        big = r * (q + 1)
-        return np.where(pos < big, pos // (q + 1), r + (pos - big) // max(q, 1))
-
-    def side(self, gid: int, side: int) -> tuple[np.ndarray, np.ndarray]:
-        """(ghost indices in the block's data along the axis, global source or -1 for cval)."""
-        key = (gid, side)
-        if key not in self._cache:
-            a0, a1 = self.grid.extents(gid)[self.axis]
-            g = self.ghost
-            if side == 0:
-                pos, dst = np.arange(a0 - g, a0), np.arange(0, g)
-            else:
-                pos, dst = np.arange(a1, a1 + g), np.arange(g + a1 - a0, 2 * g + a1 - a0)
-            if self.fold == "constant":
-                src = np.where((pos >= 0) & (pos < self.n), pos, -1)
-            else:
-                src = _fold(pos, self.n, self.fold)
-            self._cache[key] = (dst, src)
-        return self._cache[key]
-
-    def outside(self, gid: int, side: int) -> np.ndarray:
-        """Ghost indices in the block's data that take ``cval``."""
-        dst, src = self.side(gid, side)
-        return dst[src < 0]
-
-    def _groups(self, gid: int, side: int) -> list[tuple[int, np.ndarray, np.ndarray]]:
-        """(source coordinate along the axis, ghost indices, source data indices) per source."""
-        dst, src = self.side(gid, side)
-        keep = src >= 0
-        dst, src = dst[keep], src[keep]
-        coords = self._owner(src)
-        out = []
-        for c in np.unique(coords):
-            sel = coords == c
-            local = src[sel] - self._start(int(c)) + self.ghost
-            out.append((int(c), dst[sel], local))
-        return out
-
-    def _line(self, gid: int) -> list[int]:
-        c = list(self.grid.coords(gid))
-        line = []
-        for k in range(self.parts):
-            c[self.axis] = k
-            line.append(self.grid.gid(c))
-        return line
-
-    def transfers(
-        self, local: Mapping[int, Block], assignment: Assignment, rank: int
-    ) -> list[tuple[int, int, int, np.ndarray, np.ndarray]]:
-        """Every (source gid, receiver gid, side, ghost indices, source indices) that involves
-        a block of ``rank``, in one order that all ranks agree on."""
-        found: dict[tuple[int, int, int, int], tuple[np.ndarray, np.ndarray]] = {}
-
-        def add(receiver: int, sources: set[int] | None) -> None:
-            line = self._line(receiver)
-            for side in (0, 1):
-                for k, (c, dst, src) in enumerate(self._groups(receiver, side)):
-                    if sources is None or line[c] in sources:
-                        found[(line[c], receiver, side, k)] = (dst, src)
-
-        for gid in local:
-            add(gid, None)  # what my blocks receive
-        for gid in local:  # what my blocks send
-            for receiver in self._line(gid):
-                if assignment.rank(receiver) != rank:
-                    add(receiver, {gid})
-        return [(s, r, side, *found[(s, r, side, k)]) for s, r, side, k in sorted(found)]
-
-
-def _fold(pos: np.ndarray, n: int, mode: str) -> np.ndarray:
-    """Map out-of-range positions to in-range ones the way scipy.ndimage extends a line."""
-    if mode == "nearest":
-        return np.asarray(np.clip(pos, 0, n - 1))
-    if mode == "wrap":
-        return pos % n
-    if mode == "reflect":
-        p = pos % (2 * n)
-        return np.where(p >= n, 2 * n - 1 - p, p)
-    if mode == "mirror":
-        if n == 1:
-            return np.zeros_like(pos)
-        p = pos % (2 * n - 2)
-        return np.where(p >= n, 2 * n - 2 - p, p)
-    raise ValueError(f"mode {mode!r} has no index folding")
+        return redistribute(self, out, grid=grid, assignment=assignment, axes=axes, dtype=dtype,
+                            ghost=ghost)
 
 
 def broadcast(

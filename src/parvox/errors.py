@@ -10,7 +10,7 @@ Two families, as DESIGN.md prescribes:
   (``ChecksumError``, ``DataflowError``, ...).
 
 :class:`AllRanksError` marks an error that every rank of a communicator raised together, as
-:func:`parvox.comm.root_only` does with the root's error: nobody is left waiting in a
+:func:`parvox.comm.agree` does with one rank's error: nobody is left waiting in a
 collective, so the job need not be aborted and one rank can report it for all.
 
 Examples

@@ -1,4 +1,12 @@
-"""Reading and writing images and volumes: ``.npy``, ``.tif``/``.tiff`` and ``.png``.
+"""Reading and writing images and volumes (``.npy``, ``.tif``/``.tiff``, ``.png``), and the one
+way parvox publishes a file.
+
+Publication: every file parvox publishes appears complete or not at all. :func:`atomic_write`
+(a file object) and :func:`atomic_path` (a path, for writers that need one, or a whole
+directory) write a temporary sibling (:func:`temp_path`), and :func:`publish` makes it durable
+(``fsync`` of the file, or of every file and folder of a directory) and renames it into place,
+then flushes the parent directory; on an error the temporary is removed. Writers that fill
+a temporary from several ranks call :func:`publish` on one rank when all are done.
 
 Serial functions (:func:`read_image`, :func:`write_image`, :func:`image_info`) work on plain
 NumPy arrays. The distributed pair (:func:`read_distributed`, :func:`write_distributed`) moves
@@ -35,13 +43,18 @@ np.uint64(66)
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
-from parvox.comm import get_comm, private_comm, root_only
+from parvox.comm import get_comm, root_only
+from parvox.errors import ParameterError
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -50,12 +63,16 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXTENSIONS",
+    "atomic_path",
+    "atomic_write",
     "check_output_path",
     "check_writable",
     "image_format",
     "image_info",
+    "publish",
     "read_distributed",
     "read_image",
+    "temp_path",
     "write_distributed",
     "write_image",
 ]
@@ -65,6 +82,150 @@ EXTENSIONS: dict[str, str] = {".npy": "npy", ".tif": "tiff", ".tiff": "tiff", ".
 
 #: Pillow modes read from PNG files and the dtype they become.
 _PNG_MODES = {"1": "bool", "L": "uint8", "I;16": "uint16", "RGB": "uint8", "RGBA": "uint8"}
+
+#: Modes :func:`atomic_write` opens its temporary file with.
+_WRITE_MODES = ("w", "wb", "wt")
+
+
+def temp_path(path: str | os.PathLike[str]) -> Path:
+    """A fresh temporary sibling of ``path``: ``.NAME.tmp-XXXXXXXX`` plus ``path``'s suffixes.
+
+    Hidden, unique, in the same directory (so the rename that publishes it is atomic), and
+    ending like ``path`` (``.nii.gz`` too) so that writers that choose a format by extension
+    still work.
+
+    Examples
+    --------
+    >>> p = temp_path("/data/scan.nii.gz")
+    >>> p.parent.as_posix(), p.name.startswith(".scan.nii.gz.tmp-"), "".join(p.suffixes[-2:])
+    ('/data', True, '.nii.gz')
+    """
+    target = Path(path)
+    ends = "".join(target.suffixes)
+    return target.parent / f".{target.name}.tmp-{uuid.uuid4().hex[:8]}{ends}"
+
+
+def _fsync(path: str | os.PathLike[str]) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _sync_tree(path: Path) -> None:
+    """fsync a file, or every file and folder under a directory (deepest first)."""
+    if not path.is_dir():
+        _fsync(path)
+        return
+    for where, _, files in os.walk(path, topdown=False):
+        for name in files:
+            _fsync(os.path.join(where, name))
+        _fsync(where)
+
+
+def _discard(path: Path) -> None:
+    """Remove a temporary file or directory, if it is there."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+def publish(temp: str | os.PathLike[str], path: str | os.PathLike[str]) -> None:
+    """Make the complete temporary ``temp`` durable and move it to ``path`` atomically.
+
+    ``temp`` is a file or a directory beside ``path`` (:func:`temp_path`). Its data reach the
+    disk first (``fsync`` of the file, or of every file and folder in the directory), then it
+    is renamed to ``path``, replacing what was there (a directory is replaced by moving the
+    old one aside first and removing it after), and the parent directory is flushed so
+    the rename itself survives a crash. Readers see the old ``path`` or the new one, never a
+    part. Not collective: when several ranks fill ``temp``, one publishes it after all agree.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> tmp = temp_path(os.path.join(d, "a.txt"))
+    >>> _ = tmp.write_text("complete")
+    >>> publish(tmp, os.path.join(d, "a.txt"))
+    >>> sorted(os.listdir(d))
+    ['a.txt']
+    """
+    source, target = Path(temp), Path(path)
+    _sync_tree(source)
+    old = None
+    if source.is_dir() and target.is_dir() and not target.is_symlink():
+        old = target.parent / f".{target.name}.old-{uuid.uuid4().hex[:8]}"
+        os.replace(target, old)
+    os.replace(source, target)
+    _fsync(target.parent)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temporary path to create ``path``'s content at; :func:`publish` it on success.
+
+    For writers that need a path (``tifffile``, ``nibabel``, a Zarr store) or that build a
+    whole directory. When the body raises, the temporary is removed and ``path`` is untouched.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> target = os.path.join(tempfile.mkdtemp(), "a.npy")
+    >>> with atomic_path(target) as tmp:
+    ...     np.save(tmp, np.arange(3))
+    >>> np.load(target)
+    array([0, 1, 2])
+    """
+    tmp = temp_path(path)
+    try:
+        yield tmp
+        publish(tmp, path)
+    except BaseException:
+        _discard(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_write(
+    path: str | os.PathLike[str], mode: str = "wb", *, encoding: str | None = None
+) -> Iterator[IO[Any]]:
+    """Yield a file object whose content replaces ``path`` atomically when the body ends.
+
+    The file is a temporary sibling of ``path``; when the body returns it is closed, flushed
+    to disk and renamed into place, and the directory is flushed (:func:`publish`). Readers
+    never see a partial file; when the body raises, the temporary is removed and ``path`` is
+    untouched.
+
+    Parameters
+    ----------
+    path : path-like
+        The file to publish.
+    mode : {"wb", "w", "wt"}
+        Binary (default) or text.
+    encoding : str, optional
+        Text mode only; UTF-8 by default.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> target = os.path.join(tempfile.mkdtemp(), "note.json")
+    >>> with atomic_write(target, "w") as fh:
+    ...     _ = fh.write('{"ok": true}')
+    >>> open(target).read()
+    '{"ok": true}'
+    """
+    if mode not in _WRITE_MODES:
+        raise ParameterError("mode", f"mode: expected one of {_WRITE_MODES}, got {mode!r}")
+    text = "b" not in mode
+    with atomic_path(path) as tmp, open(
+        tmp, mode, encoding=(encoding or "utf-8") if text else None
+    ) as fh:  # closed before atomic_path publishes it
+        yield fh
 
 
 def image_format(path: str | os.PathLike[str]) -> str:
@@ -265,7 +426,8 @@ def _png_array(path: str, array: np.ndarray) -> np.ndarray:
 
 
 def write_image(path: str | os.PathLike[str], array: np.ndarray) -> None:
-    """Write ``array`` to a ``.npy``, ``.tif``/``.tiff`` or ``.png`` file (format by extension).
+    """Write ``array`` to a ``.npy``, ``.tif``/``.tiff`` or ``.png`` file (format by extension),
+    published atomically (:func:`atomic_write`).
 
     See the module documentation for what PNG accepts; float data must go to ``.npy``/``.tif``.
 
@@ -285,26 +447,29 @@ def write_image(path: str | os.PathLike[str], array: np.ndarray) -> None:
     fmt = check_writable(path)
     name = os.fspath(path)
     array = np.asarray(array)
-    if fmt == "npy":
-        np.save(path, array, allow_pickle=False)
-    elif fmt == "tiff":
-        import tifffile
+    if fmt == "png":
+        array = np.ascontiguousarray(_png_array(name, array))
+    with atomic_write(path) as fh:
+        if fmt == "npy":
+            np.save(fh, array, allow_pickle=False)
+        elif fmt == "tiff":
+            import tifffile
 
-        tifffile.imwrite(path, array)
-    else:
-        from PIL import Image
+            tifffile.imwrite(fh, array)
+        else:
+            from PIL import Image
 
-        Image.fromarray(np.ascontiguousarray(_png_array(name, array))).save(path, format="PNG")
+            Image.fromarray(array).save(fh, format="PNG")
 
 
 def _on_root(c: MPI.Intracomm, root: int, share: bool, func: Any, *args: Any) -> Any:
-    """Run ``func(*args)`` on root (:func:`parvox.comm.root_only`, on the private duplicate).
+    """Run ``func(*args)`` on root (:func:`parvox.comm.root_only`).
 
     Its error is raised on every rank (an :class:`~parvox.errors.AllRanksValueError` for a
     ValueError), so the ``parvox`` command reports it once and no rank is left waiting. With
     ``share`` every rank returns root's (small, picklable) result; otherwise only root gets it.
     """
-    run = root_only(func, root=root, bcast=share, share_errors=True, comm=private_comm(c))
+    run = root_only(func, root=root, bcast=share, share_errors=True, comm=c)
     return run(*args)
 
 

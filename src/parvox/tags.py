@@ -14,8 +14,8 @@ every rank.
 
 Examples
 --------
->>> HALO.tag(2 * 1 + 0)
-2
+>>> HALO.cycle(65)        # the tag of the 66th halo plan on a communicator
+1
 >>> DODYN.cycle(5, width=2) == DODYN.base + 10
 True
 >>> COLLECTIVES.base >= max(b.base + b.size for b in BLOCKS)
@@ -43,8 +43,6 @@ __all__ = [
     "LOOPS_PIPE",
     "NDIMAGE_COMPONENTS",
     "NDIMAGE_LINES",
-    "SOLVER_FACES",
-    "SPMD_ROWS",
     "TagBlock",
     "next_call",
 ]
@@ -80,8 +78,9 @@ class TagBlock:
         return self.base + (call % slots) * width
 
 
-#: ``DistArray.exchange_halo``: tag ``2 * axis + side`` (up to 32 axes)
-HALO = TagBlock("distarray.halo", 0, 64)
+#: ``parvox.halo.HaloPlan`` (every halo exchange): one tag per plan, numbered by
+#: :func:`next_call` and cycling over the block: up to 64 plans in flight never match
+HALO = TagBlock("halo", 0, 64)
 #: ``blocks.Master.exchange``: counts, header and payload messages
 BLOCKS_EXCHANGE = TagBlock("blocks.exchange", 64, 3)
 #: the merge and swap reductions of ``parvox.blocks``
@@ -90,14 +89,10 @@ BLOCKS_REDUCE = TagBlock("blocks.reduce", 67, 3)
 BLOCKS_IEXCHANGE = TagBlock("blocks.iexchange", 70, 3)
 #: ``loops.pipe``: the rows a pipelined loop passes from rank r to rank r + 1
 LOOPS_PIPE = TagBlock("loops.pipe", 73, 1)
-#: ``spmd.transfers``: the row messages of ``#$spmd`` halo and owner transfers
-SPMD_ROWS = TagBlock("spmd.rows", 74, 1)
 #: ``ndimage.label``: the union-find rounds' messages
 NDIMAGE_COMPONENTS = TagBlock("ndimage.components", 75, 1)
 #: ``parvox.dataflow``: tokens, results and control messages (heartbeats, stop), in that order
 DATAFLOW = TagBlock("dataflow", 76, 3)
-#: ``solvers.FaceExchange`` (split-phase face ghosts): tag ``2 * axis + side`` (up to 24 axes)
-SOLVER_FACES = TagBlock("solvers.faces", 80, 48)
 #: dynamic loop scheduling: a (result, work) pair of tags per call, 4096 calls deep
 DODYN = TagBlock("loops.dodyn", 128, 2 * 4096)
 #: the compiled separable filters' running state along a line of blocks: one tag per receiving
@@ -111,8 +106,8 @@ COLLECTIVES = TagBlock(
 
 #: the blocks in tag order; :func:`_check_disjoint` runs at import
 BLOCKS: tuple[TagBlock, ...] = (
-    HALO, BLOCKS_EXCHANGE, BLOCKS_REDUCE, BLOCKS_IEXCHANGE, LOOPS_PIPE, SPMD_ROWS,
-    NDIMAGE_COMPONENTS, DATAFLOW, SOLVER_FACES, DODYN, NDIMAGE_LINES,
+    HALO, BLOCKS_EXCHANGE, BLOCKS_REDUCE, BLOCKS_IEXCHANGE, LOOPS_PIPE, NDIMAGE_COMPONENTS,
+    DATAFLOW, DODYN, NDIMAGE_LINES,
 )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from parvox.testing import mpi_test
+from tests.collectives.test_algorithms import AFFINE, affine
 
 DTYPES = (np.float64, np.int32, np.float32)
 
@@ -18,12 +19,40 @@ def _contrib(r: int, n: int, dtype, seed: int) -> np.ndarray:
     return rng.integers(-40, 40, n).astype(dtype)  # small integers: every sum order is exact
 
 
+def _numpy_reduce(xs: list[np.ndarray], op) -> np.ndarray:
+    """The reference: one NumPy reduction over the stacked contributions (rank along axis 0),
+    independent of the library's operators. ``affine`` (the composition of affine maps in
+    rank order, ``x -> a0 (a1 (... ) + b1) + b0``) in closed form: ``a = prod(a_k)`` and
+    ``b = sum_k (a_0 ... a_{k-1}) b_k``."""
+    stack = np.stack(xs)
+    if op == "sum":
+        return np.sum(stack, axis=0)
+    if op == "max":
+        return np.max(stack, axis=0)
+    if op is np.minimum:
+        return np.minimum.reduce(stack, axis=0)
+    if op is affine:
+        a, b = stack["a"], stack["b"]
+        before = np.cumprod(np.vstack([np.ones_like(a[:1]), a[:-1]]), axis=0)
+        out = np.empty(stack.shape[1:], stack.dtype)
+        out["a"] = np.prod(a, axis=0)
+        out["b"] = np.sum(before * b, axis=0)
+        return out
+    raise AssertionError(f"no reference for {op!r}")
+
+
+def test_numpy_reference_of_affine_is_the_composition():
+    maps = np.array([(2, 3), (-1, 5), (4, -2)], AFFINE)  # x -> 2x+3, -x+5, 4x-2
+    ref = _numpy_reduce([maps[i : i + 1] for i in range(3)], affine)
+    for x in (-3, 0, 7):
+        assert ref["a"][0] * x + ref["b"][0] == 2 * (-(4 * x - 2) + 5) + 3
+
+
 @mpi_test(ranks=(1, 2, 3, 4), timeout=240)
 def test_reductions_every_algorithm():
     from mpi4py import MPI
 
     from parvox import collectives as coll
-    from tests.collectives.test_algorithms import serial_reduce
 
     comm = MPI.COMM_WORLD
     p, r = comm.Get_size(), comm.Get_rank()
@@ -31,7 +60,7 @@ def test_reductions_every_algorithm():
         for dtype in DTYPES if n < 1000 else (np.float64,):
             xs = [_contrib(i, n, dtype, n) for i in range(p)]
             for op in ("sum", "max", np.minimum) if n < 1000 else ("sum",):
-                ref = serial_reduce(xs, op)
+                ref = _numpy_reduce(xs, op)
                 for alg in coll.ALGORITHMS["allreduce"] + ("auto",):
                     out = coll.allreduce(xs[r], op=op, algorithm=alg, segment=4096)
                     np.testing.assert_array_equal(out, ref, err_msg=f"allreduce {alg} n={n}")
@@ -53,8 +82,6 @@ def test_reductions_every_algorithm():
 
 
 def _affine_data(p: int, n: int):
-    from tests.collectives.test_algorithms import AFFINE
-
     rng = np.random.default_rng(n)
     xs = []
     for _ in range(p):
@@ -70,13 +97,12 @@ def test_noncommutative_rank_order():
     from mpi4py import MPI
 
     from parvox import collectives as coll
-    from tests.collectives.test_algorithms import affine, serial_reduce
 
     comm = MPI.COMM_WORLD
     p, r = comm.Get_size(), comm.Get_rank()
     for n in (1, 5, 3 * p + 1):
         xs = _affine_data(p, n)
-        ref = serial_reduce(xs, affine)
+        ref = _numpy_reduce(xs, affine)
         for alg in ("auto", "linear", "binomial", "recursive_doubling", "native"):
             out = coll.allreduce(xs[r], op=affine, algorithm=alg)
             assert (out == ref).all(), alg
@@ -214,16 +240,13 @@ def test_in_place():
         assert out is buf
         np.testing.assert_array_equal(buf[:2], sb.sum(axis=0)[2 * r : 2 * r + 2], err_msg=alg)
         np.testing.assert_array_equal(buf[2:], sb[r][2:], err_msg=alg)
-    from parvox.collectives.ops import reduce_serial
-    from tests.collectives.test_algorithms import affine
-
     ys = _affine_data(p, 5)
     for alg in coll.ALGORITHMS["scan"]:  # associative, not commutative: rank order counts
         for kind, upto in (("scan", r + 1), ("exscan", r)):
             buf = ys[r].copy()
             getattr(coll, kind)(MPI.IN_PLACE, buf, op=affine, algorithm=alg)
             if upto:
-                assert (buf == reduce_serial(ys[:upto], affine)).all(), (kind, alg)
+                assert (buf == _numpy_reduce(ys[:upto], affine)).all(), (kind, alg)
 
 
 @mpi_test(ranks=(1, 2, 3, 4), timeout=180)

@@ -73,7 +73,7 @@ def test_zero_rhs_and_errors_name_the_argument():
         ({"maxiter": -2}, ValueError, "maxiter"),
         ({"spacing": 0.0}, ValueError, "spacing"),
         ({"spacing": (1.0, 2.0)}, ValueError, "spacing"),
-        ({"spacing": "x"}, TypeError, "spacing"),
+        ({"spacing": "x"}, ValueError, "spacing"),  # a ParameterError
         ({"bc": "periodic"}, ValueError, "f: bc='periodic' needs a zero-mean"),
     ]:
         with pytest.raises(exc, match=match):

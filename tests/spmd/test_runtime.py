@@ -36,6 +36,18 @@ def _start(rt, n):
     return _reference(n) if rt.is_root else np.full((n, 3), FILL)
 
 
+def _halo_rows(n, size, rank, halo, cyclic):
+    """The rows outside ``rank``'s part within ``halo`` rows of it (wrapping when cyclic)."""
+    from parvox.decomposition import split_extent
+
+    lo, hi = split_extent(n, size, rank)
+    if lo == hi:
+        return set()
+    near = [lo - k for k in range(1, halo + 1)] + [hi - 1 + k for k in range(1, halo + 1)]
+    rows = {r % n for r in near} if cyclic else {r for r in near if 0 <= r < n}
+    return rows - set(range(lo, hi))
+
+
 def _rows_current(a, want, rows):
     import numpy as np
 
@@ -49,7 +61,6 @@ def test_r2a_sends_scalars_entire_arrays_and_parts_with_halos():
     import numpy as np
 
     from parvox.decomposition import split_extent
-    from parvox.spmd.transfers import halo_rows
 
     rt = _rt()
     n_, name, flag = rt.r2a(42 if rt.is_root else 0, "root" if rt.is_root else "", rt.is_root)
@@ -68,7 +79,7 @@ def test_r2a_sends_scalars_entire_arrays_and_parts_with_halos():
             for cyclic in (False, True):
                 a = _start(rt, n)
                 rt.r2a_part(a, halo=halo, cyclic=cyclic)
-                rows = set(range(lo, hi)) | set(halo_rows(n, rt.size, rt.rank, halo, cyclic))
+                rows = set(range(lo, hi)) | _halo_rows(n, rt.size, rt.rank, halo, cyclic)
                 assert rt.is_root or _rows_current(a, want, rows), (n, halo, cyclic)
 
 
@@ -77,7 +88,6 @@ def test_a2r_and_a2a_bring_parts_together_and_exchange_halo_rows():
     import numpy as np
 
     from parvox.decomposition import split_extent
-    from parvox.spmd.transfers import halo_rows
 
     rt = _rt()
     for n in SIZES:
@@ -96,7 +106,7 @@ def test_a2r_and_a2a_bring_parts_together_and_exchange_halo_rows():
                 a = np.full((n, 3), FILL)
                 a[lo:hi] = want[lo:hi]
                 rt.a2a_halo(a, halo, cyclic=cyclic)
-                rows = set(range(lo, hi)) | set(halo_rows(n, rt.size, rt.rank, halo, cyclic))
+                rows = set(range(lo, hi)) | _halo_rows(n, rt.size, rt.rank, halo, cyclic)
                 assert _rows_current(a, want, rows), (n, halo, cyclic)
 
 

@@ -9,6 +9,7 @@ import time
 import numpy as np
 import pytest
 
+from parvox.errors import RankFailure
 from parvox.testing import mpi_test
 from parvox.volume import StoreError, VolumeStore, ingest, ingest_array
 from parvox.volume.store import MANIFEST, StoreWriter
@@ -86,8 +87,9 @@ def test_failed_ingest_leaves_nothing(tmp_path, monkeypatch):
         return real(self, *args)
 
     monkeypatch.setattr(StoreWriter, "write_extent", failing)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(RankFailure, match="OSError: disk full") as info:  # on every rank
         ingest_array(_vol(), tmp_path / "s", ndisks=2, extent=(5, 7, 6), progress=False)
+    assert isinstance(info.value.__cause__, OSError)
     assert list(tmp_path.iterdir()) == []
 
 

@@ -7,6 +7,7 @@ import os
 import numpy as np
 import pytest
 
+from parvox.errors import RankFailure
 from parvox.testing import mpi_test
 from parvox.volume import StoreError, VolumeStore, ingest, ingest_array
 from parvox.volume.manifest import MANIFEST, level_shape, max_levels
@@ -110,14 +111,16 @@ def test_failed_pyramid_leaves_the_store_as_it_was(tmp_path, monkeypatch):
         return real(self, *args)
 
     monkeypatch.setattr(StoreWriter, "write_extent", failing)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(RankFailure, match="OSError: disk full") as info:  # on every rank
         build_pyramid(path, 3, progress=False)
+    assert isinstance(info.value.__cause__, OSError)
     assert (path / MANIFEST).read_text() == before
     np.testing.assert_array_equal(VolumeStore(path, level=1).read_volume(), downsample(vol, 1))
     calls.clear()
     fail_at[0] = 230  # level 0 has 210 extents: fails while writing level 1
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(RankFailure, match="OSError: disk full") as info:  # on every rank
         ingest_array(vol, tmp_path / "t", ndisks=2, extent=(8, 8, 8), levels=2, progress=False)
+    assert isinstance(info.value.__cause__, OSError)
     assert not (tmp_path / "t").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".t.tmp")]
 

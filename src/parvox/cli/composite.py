@@ -75,5 +75,8 @@ def run(args: argparse.Namespace) -> int:
     k = int(args.k) if str(args.k).strip().isdigit() else str(args.k)
     out = composite(m, images, k=k, gather=0, threads=args.threads)
     if isinstance(out, np.ndarray):  # rank 0 holds the gathered image
-        np.save(args.output, out)
+        from parvox.io import atomic_write
+
+        with atomic_write(args.output) as fh:
+            np.save(fh, out)
     return 0

@@ -284,11 +284,10 @@ def _osem(args: argparse.Namespace) -> int:
                       row_memory=int(args.row_memory * (1 << 20)),
                       dtype=np.float32 if args.float32 else np.float64, callback=keep,
                       progress_bar=not args.no_progress, comm=c)
-    with t("write"):
-        if root:
+    with t("write"), comm.root_writes(c, what=f"writing {args.output}") as mine:
+        if mine:
             save_image(args.output, result.image, acq.grid)
             save_preview(_png_path(args.output), result.image, acq.grid)
-        c.Barrier()
     totals = t.max_over_ranks()
     if root:
         per_iteration = [

@@ -100,10 +100,12 @@ def run(args: argparse.Namespace) -> int:
     if c.Get_rank() != 0:
         return 0
     assert img is not None
-    if raw:
-        np.save(args.output, img)
-    else:
-        with open(args.output, "wb") as fh:
+    from parvox.io import atomic_write
+
+    with atomic_write(args.output) as fh:
+        if raw:
+            np.save(fh, img)
+        else:
             fh.write(encode_image(display_pixels(img), "png"))
     print(f"parvox slice: wrote {args.output} ({img.shape[0]}x{img.shape[1]}, "
           f"{extents} extents, level {level})")

@@ -181,7 +181,9 @@ def run(args: argparse.Namespace) -> int:
         if args.output is None:
             sys.stdout.write(translated)
         else:
-            with open(args.output, "w", encoding="utf-8") as fh:
+            from parvox.io import atomic_write
+
+            with atomic_write(args.output, "w") as fh:
                 fh.write(translated)
         return 0
     translated_path = translate_file(args.program)

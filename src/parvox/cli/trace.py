@@ -69,6 +69,7 @@ def validate(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     from parvox.blocks import Master
     from parvox.comm import size
+    from parvox.io import atomic_write
     from parvox.particles import seed_points, trace, trace_serial
 
     field = _field(args)
@@ -76,7 +77,8 @@ def run(args: argparse.Namespace) -> int:
     if args.serial:
         if size() > 1:
             raise ValueError("argument --serial: runs on one rank only (drop -n)")
-        np.save(args.output, trace_serial(field, seeds, args.steps, args.h))
+        with atomic_write(args.output) as fh:
+            np.save(fh, trace_serial(field, seeds, args.steps, args.h))
         return 0
     nblocks = args.blocks if args.blocks is not None else 8 * size()
     ends = trace(
@@ -88,5 +90,6 @@ def run(args: argparse.Namespace) -> int:
         arrivals=args.arrivals,
     )
     if isinstance(ends, np.ndarray):  # rank 0 holds the gathered end points
-        np.save(args.output, ends)
+        with atomic_write(args.output) as fh:
+            np.save(fh, ends)
     return 0

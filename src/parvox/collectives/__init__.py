@@ -6,7 +6,8 @@ run on a private duplicate of the communicator. Every operation offers several a
 MPI's own ``native``) plus ``auto``, and an ``i`` form whose typed request is progressed by
 test calls, a progress thread or only at wait (:mod:`parvox.collectives.progress`). Code
 written for mpi4py runs on these algorithms through :class:`Intracomm`
-(:mod:`parvox.collectives.facade`).
+(:mod:`parvox.collectives.facade`). :func:`exchange_by_destination` sends each element of some
+parallel arrays to the rank it names (:mod:`parvox.collectives.exchange`).
 
 Examples
 --------
@@ -60,6 +61,7 @@ from parvox.collectives.api import (
     scatter,
     scatterv,
 )
+from parvox.collectives.exchange import exchange_by_destination
 from parvox.collectives.ops import Op, parse_op, reduce_serial
 from parvox.collectives.progress import ProgressUnavailable, overlap, parse_progress, test_calls
 from parvox.collectives.requests import (
@@ -99,6 +101,7 @@ __all__ = [
     "choose",
     "configure",
     "context",
+    "exchange_by_destination",
     "exscan",
     "gather",
     "gatherv",

@@ -62,9 +62,9 @@ def _is_datatype(obj: object) -> bool:
 def _datatype(obj: Any) -> MPI.Datatype:
     if isinstance(obj, mpi().Datatype):
         return cast("MPI.Datatype", obj)
-    try:
-        found = cast("MPI.Datatype", mpi()._typedict[obj])
-    except KeyError:
+    try:  # the predefined datatype of a typecode, by the table mpi4py itself uses
+        found = cast("MPI.Datatype", mpi().Datatype.fromcode(obj))
+    except ValueError:
         raise KeyError(f"cannot map {obj!r} to MPI datatype") from None
     return found
 

@@ -126,11 +126,13 @@ def mpi_datatype(dtype: np.dtype[Any]) -> tuple[MPI.Datatype, bool]:
     if found is not None:
         return found, False
     m = mpi()
-    typedict: dict[str, MPI.Datatype] = m._typedict
-    if dtype.fields is None and dtype.subdtype is None and dtype.isnative \
-            and dtype.char in typedict:
-        found = _PREDEFINED[dtype] = typedict[dtype.char]
-        return found, False
+    if dtype.fields is None and dtype.subdtype is None and dtype.isnative:
+        try:  # mpi4py's predefined datatype of the typecode (what dtlib uses for elements)
+            found = _PREDEFINED[dtype] = m.Datatype.fromcode(dtype.char)
+        except ValueError:
+            pass
+        else:
+            return found, False
     return m.BYTE.Create_contiguous(dtype.itemsize).Commit(), True
 
 

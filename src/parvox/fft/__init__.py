@@ -20,7 +20,6 @@ True
 from parvox.fft.api import fftn, ifftn, irfftn, rfftn
 from parvox.fft.layout import DECOMPOSITIONS
 from parvox.fft.plan import NORMS, DistFFT
-from parvox.fft.redistribute import redistribute
 
 __all__ = [
     "DECOMPOSITIONS",
@@ -29,6 +28,5 @@ __all__ = [
     "fftn",
     "ifftn",
     "irfftn",
-    "redistribute",
     "rfftn",
 ]

@@ -28,11 +28,12 @@ from typing import Any
 
 import numpy as np
 
+from parvox._validate import parse_axes, parse_shape
 from parvox.decomposition import BlockGrid
 from parvox.distarray import DistArray
-from parvox.fft.layout import slab_grid
+from parvox.fft.layout import same_layout, slab_grid
 from parvox.fft.plan import DistFFT, parse_norm
-from parvox.fft.redistribute import redistribute, same_layout
+from parvox.redistribution import redistribute
 
 __all__ = ["fftn", "ifftn", "irfftn", "rfftn"]
 
@@ -132,33 +133,13 @@ def irfftn(
 
 
 def _parse_axes(axes: Sequence[int] | None) -> tuple[int, int, int]:
-    if axes is None:
-        return (0, 1, 2)
-    try:
-        perm = tuple(int(x) for x in axes)
-    except (TypeError, ValueError):
-        raise TypeError(f"axes: expected 3 ints, got {axes!r}") from None
-    if len(perm) != 3 or any(not -3 <= x < 3 for x in perm):
-        raise ValueError(f"axes: expected all three axes of a 3-D array, got {perm}")
-    norm = tuple(x % 3 for x in perm)
-    if sorted(norm) != [0, 1, 2]:
-        raise ValueError(f"axes: repeated axis in {perm}; name each of the three axes once")
-    return norm  # type: ignore[return-value]
+    a, b, c = parse_axes(axes, 3, permutation=True)
+    return a, b, c
 
 
 def _parse_s(s: Sequence[int] | None, default: tuple[int, ...]) -> tuple[int, int, int]:
-    if s is None:
-        out = default
-    else:
-        try:
-            out = tuple(int(n) for n in s)
-        except (TypeError, ValueError):
-            raise TypeError(f"s: expected 3 ints, got {s!r}") from None
-        if len(out) != 3:
-            raise ValueError(f"s: expected 3 lengths (one per transformed axis), got {out}")
-    if any(n < 1 for n in out):
-        raise ValueError(f"s: every length must be >= 1, got {out}")
-    return out  # type: ignore[return-value]
+    a, b, c = parse_shape(default if s is None else s, "s", ndim=3)
+    return a, b, c
 
 
 def _dtypes(kind: str, dtype: np.dtype) -> tuple[np.dtype, np.dtype]:
@@ -232,11 +213,11 @@ def _transform(
     if perm == (0, 1, 2) and same_layout(a, grid) and a.dtype == in_dtype:
         x = a
     else:
-        x = redistribute(a, grid, in_dtype, axes=perm)
+        x = redistribute(a, grid=grid, dtype=in_dtype, axes=perm)
     y = plan.backward(x, norm) if inverse else plan.forward(x, norm)
     if perm == (0, 1, 2):
         return y
     back = tuple(int(i) for i in np.argsort(perm))
     shape = tuple(y.shape[i] for i in back)
     target: BlockGrid = slab_grid(shape, a.comm.Get_size(), 0)
-    return redistribute(y, target, axes=back)
+    return redistribute(y, grid=target, axes=back)

@@ -24,12 +24,14 @@ import math
 from typing import Any
 
 from parvox.decomposition import BlockGrid
+from parvox.distarray import DistArray
 
 __all__ = [
     "DECOMPOSITIONS",
     "choose_decomposition",
     "parse_decomposition",
     "pencil_grid",
+    "same_layout",
     "slab_grid",
     "subcomms",
 ]
@@ -48,6 +50,24 @@ def parse_decomposition(decomposition: str) -> str:
     if decomposition not in DECOMPOSITIONS:
         raise ValueError(f"decomposition: expected one of {DECOMPOSITIONS}, got {decomposition!r}")
     return decomposition
+
+
+def same_layout(a: DistArray, grid: BlockGrid) -> bool:
+    """Whether ``a`` is laid out on ``grid`` with block ``r`` on rank ``r`` and no ghosts.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> d = DistArray.zeros((5, 6, 7), grid=(1, 1, 1))
+    >>> same_layout(d, slab_grid((5, 6, 7), 1)), same_layout(d.with_ghost(1), d.grid)
+    (True, False)
+    """
+    return (
+        a.grid.shape == grid.shape
+        and a.grid.grid == grid.grid
+        and a.assignment.kind == "contiguous"
+        and not any(a.ghost)
+    )
 
 
 def slab_grid(shape: tuple[int, ...], size: int, axis: int = 0) -> BlockGrid:

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import scipy.fft as sfft
 
+from parvox._validate import parse_int, parse_shape
 from parvox.collectives.tiles import TuneResult, autotune_tile
 from parvox.comm import get_comm
 from parvox.decomposition import BlockGrid, split_extent
@@ -43,10 +44,10 @@ from parvox.fft.layout import (
     choose_decomposition,
     parse_decomposition,
     pencil_grid,
+    same_layout,
     slab_grid,
     subcomms,
 )
-from parvox.fft.redistribute import same_layout
 from parvox.fft.transpose import Transpose, same_view
 
 __all__ = ["NORMS", "DistFFT", "parse_norm"]
@@ -162,9 +163,7 @@ class DistFFT:
         n0, n1, n2 = self.shape
         m2 = n2 // 2 + 1 if self.real else n2
         self.output_shape = (n0, n1, m2)
-        if int(window) < 1:
-            raise ValueError(f"window: must be >= 1, got {window}")
-        self.window = int(window)
+        self.window = parse_int(window, "window", 1)
         self.pipeline = bool(pipeline)
         self.transposed_out = bool(transposed_out)
         self.progress = progress
@@ -192,10 +191,8 @@ class DistFFT:
             if self.pipeline:
                 self.tuning = self._autotune()
                 self.tile = self.tuning.best
-        elif isinstance(tile, int | np.integer) and not isinstance(tile, bool) and tile >= 1:
-            self.tile = int(tile)
         else:
-            raise ValueError(f"tile: expected an int >= 1 or 'auto', got {tile!r}")
+            self.tile = parse_int(tile, "tile", 1)  # or "auto"
 
     # ------------------------------------------------------------------ layouts
     def _build(self) -> None:
@@ -485,10 +482,5 @@ def _squarest(size: int, lengths: tuple[int, ...]) -> tuple[int, int]:
 
 
 def _parse_shape(shape: Sequence[int]) -> tuple[int, int, int]:
-    try:
-        out = tuple(int(s) for s in shape)
-    except (TypeError, ValueError):
-        raise TypeError(f"shape: expected 3 ints, got {shape!r}") from None
-    if len(out) != 3 or any(s < 1 for s in out):
-        raise ValueError(f"shape: expected 3 positive lengths, got {out}")
-    return out[0], out[1], out[2]
+    n0, n1, n2 = parse_shape(shape, ndim=3)
+    return n0, n1, n2

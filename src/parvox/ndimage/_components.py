@@ -16,8 +16,8 @@ raster position of their first pixel) without gathering anything on one rank:
    *root*. A component's number is one plus the count of roots before it in raster order:
    counts of roots per raster *cell* (a run of the raster order that one block holds) are
    summed over ranks in one allreduce and turned into running offsets, and each rank numbers
-   its own roots. Labels whose root lies on another rank ask that rank (one all-to-all of
-   requests, one of answers, through :mod:`parvox.collectives`).
+   its own roots. Labels whose root lies on another rank ask that rank (one
+   :func:`~parvox.collectives.exchange_by_destination` of requests, one of answers).
 
 Examples
 --------
@@ -161,7 +161,6 @@ def number(
 
     ``final`` is :func:`resolve`'s result, ``keys`` the labels' own first pixels.
     """
-    size = comm.Get_size()
     roots = np.unique(keys[final == keys])  # this rank's components, by first pixel
     cells = _cells(roots, grid)
     counts = np.bincount(cells, minlength=_cell_count(grid)).astype(np.int64)
@@ -170,25 +169,16 @@ def number(
     base = np.concatenate([[0], np.cumsum(total)[:-1]])
     within = np.arange(roots.size) - np.searchsorted(cells, cells, side="left")
     root_numbers = base[cells] + within + 1
-    # labels whose root is elsewhere ask its rank for the number
+    # labels whose root is elsewhere ask its rank for the number, which comes back with the
+    # asker's index of the label
     wanted = np.unique(final[final != keys])
     owner = _key_owner(wanted, grid, assignment)
-    order = np.argsort(owner, kind="stable")
-    sendcounts = np.bincount(owner, minlength=size).astype(np.int64)
-    recvcounts = collectives.alltoall(sendcounts.reshape(size, 1), comm=comm).reshape(size)
-    asked = np.empty(int(recvcounts.sum()), np.int64)
-    collectives.alltoallv(
-        np.ascontiguousarray(wanted[order]), sendcounts.tolist(), asked, recvcounts.tolist(),
-        comm=comm,
-    )
-    answers = root_numbers[np.searchsorted(roots, asked)] if asked.size else asked
-    replies = np.empty(wanted.size, np.int64)
-    collectives.alltoallv(
-        np.ascontiguousarray(answers, np.int64), recvcounts.tolist(), replies,
-        sendcounts.tolist(), comm=comm,
-    )
+    asked, index, asker = collectives.exchange_by_destination(
+        owner, wanted, np.arange(wanted.size), comm=comm, sources=True)
+    answers = root_numbers[np.searchsorted(roots, asked)].astype(np.int64)
+    replies, index = collectives.exchange_by_destination(asker, answers, index, comm=comm)
     numbers = np.empty(wanted.size, np.int64)
-    numbers[order] = replies
+    numbers[index] = replies
     out = np.empty(final.size, np.int64)
     here = final == keys
     out[here] = root_numbers[np.searchsorted(roots, final[here])]

@@ -15,13 +15,13 @@ intermediate exactly as on the whole array.
 
 from __future__ import annotations
 
-import numbers
 import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
+from parvox._validate import parse_axes
 from parvox.decomposition import BlockGrid
 from parvox.distarray import DistArray, parse_boundary_mode
 
@@ -30,7 +30,6 @@ __all__ = [
     "axis_modes",
     "check_input",
     "check_layout",
-    "check_origin",
     "expand_window",
     "norm_axes",
     "padded_views",
@@ -68,21 +67,7 @@ def check_layout(value: Any, x: DistArray, name: str) -> DistArray:
 
 def norm_axes(axes: int | Sequence[int] | None, ndim: int) -> tuple[int, ...]:
     """The filtered axes as non-negative ints (scipy's ``axes=`` semantics)."""
-    if axes is None:
-        return tuple(range(ndim))
-    raw: list[Any] = [axes] if isinstance(axes, numbers.Integral) else list(axes)  # type: ignore[arg-type]
-    out = []
-    for a in raw:
-        try:
-            a = operator.index(a)
-        except TypeError:
-            raise TypeError(f"axes must hold integers, got {a!r}") from None
-        if not -ndim <= a < ndim:
-            raise ValueError(f"axes: axis {a} is out of range for {ndim} dimensions")
-        out.append(a % ndim)
-    if len(set(out)) != len(out):
-        raise ValueError(f"axes must be unique, got {tuple(raw)}")
-    return tuple(out)
+    return parse_axes(axes, ndim)
 
 
 def per_axis(value: Any, n: int, name: str) -> list[Any]:
@@ -141,19 +126,6 @@ def window_halo(sizes: Sequence[int], origins: Sequence[int], convolution: bool 
             h = max(h, reach(s, -o - (0 if s & 1 else 1)))
         halo.append(h)
     return halo
-
-
-def check_origin(origin: Any, size: int, name: str = "origin") -> int:
-    """Validate an origin for a window of ``size`` taps (scipy's rule)."""
-    try:
-        o = operator.index(origin)
-    except TypeError:
-        raise TypeError(f"{name} must be an integer, got {origin!r}") from None
-    if not -(size // 2) <= o <= (size - 1) // 2:
-        raise ValueError(
-            f"{name} {o} is outside [{-(size // 2)}, {(size - 1) // 2}] for a window of {size}"
-        )
-    return o
 
 
 def resolve_output(output: Any, x: DistArray, name: str = "output") -> tuple[Any, DistArray | None]:

@@ -44,7 +44,8 @@ import numpy as np
 from scipy.ndimage._filters import _gaussian_kernel1d  # scipy's own weights, bit for bit
 
 from parvox.decomposition import BlockGrid
-from parvox.distarray import DistArray, _fold, parse_boundary_mode
+from parvox.distarray import DistArray
+from parvox.halo import fold, parse_boundary_mode
 from parvox.ndimage import _kernels
 from parvox.tags import NDIMAGE_LINES
 
@@ -163,7 +164,7 @@ def _table(line: Line, extent: tuple[int, int], ghost: int, n_all: int, n_out: i
     table = np.where(inside, q, -1)
     outside = ~inside
     if outside.any() and line.mode != "constant":
-        table[outside] = _fold(p[outside], n_all, line.mode) - start
+        table[outside] = fold(p[outside], n_all, line.mode) - start
     return table.astype(np.intp)
 
 

@@ -9,9 +9,9 @@ returns scipy's result on every rank:
 - :func:`find_objects` reduces every label's bounding box over the blocks: the smallest start
   and the largest stop per axis, in one message;
 - :func:`labeled_comprehension` sends every selected element (value, and raster position) to
-  the rank that owns its label (labels are dealt round-robin over the ranks: one all-to-all,
-  through :mod:`parvox.collectives`), which calls ``func`` on the label's values in raster
-  order; the results are shared (one allgather of ``len(index)`` values).
+  the rank that owns its label (labels are dealt round-robin over the ranks:
+  :func:`parvox.collectives.exchange_by_destination`), which calls ``func`` on the label's
+  values in raster order; the results are shared (one allgather of ``len(index)`` values).
 
 Examples
 --------
@@ -139,21 +139,6 @@ def _allgather(comm: Any, a: np.ndarray) -> np.ndarray:
     return out
 
 
-def _exchange(comm: Any, dest: np.ndarray, arrays: list[np.ndarray]) -> list[np.ndarray]:
-    """Send element ``i`` of every array to rank ``dest[i]`` (one all-to-all per array)."""
-    size = comm.Get_size()
-    order = np.argsort(dest, kind="stable")
-    sendcounts = np.bincount(dest, minlength=size).astype(np.int64)
-    recvcounts = collectives.alltoall(sendcounts.reshape(size, 1), comm=comm).reshape(size)
-    out = []
-    for a in arrays:
-        got = np.empty(int(recvcounts.sum()), a.dtype)
-        collectives.alltoallv(np.ascontiguousarray(a[order]), sendcounts.tolist(), got,
-                              recvcounts.tolist(), comm=comm)
-        out.append(got)
-    return out
-
-
 def labeled_comprehension(
     input: DistArray,
     labels: DistArray | None,
@@ -197,7 +182,8 @@ def labeled_comprehension(
     labs, pos, vals = _selected(x, lab, lambda v: np.isin(v, wanted))
     size = comm.Get_size()
     slot = np.searchsorted(wanted, labs)
-    labs, pos, vals = _exchange(comm, (slot % size).astype(np.int64), [labs, pos, vals])
+    labs, pos, vals = collectives.exchange_by_destination(slot % size, labs, pos, vals,
+                                                          comm=comm)
     # this rank owns wanted[r::size]: func over each one's values in raster order
     results: dict[int, Any] = {}
     order = np.lexsort((pos, labs))

@@ -29,8 +29,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from parvox.comm import get_comm, private_comm, root_only
+from parvox.comm import get_comm, root_only, root_writes
 from parvox.errors import ParameterError
+from parvox.io import atomic_write
+from parvox.progressbar import Progress
 from parvox.recon.geometry import ImageGrid
 from parvox.recon.phantoms import Phantom, Region
 from parvox.recon.scanner import Scanner
@@ -135,33 +137,35 @@ def simulate_acquisition(
     attenuation: bool = True,
     randoms_fraction: float = 0.0,
     chunk_size: int | None = None,
-    progress_bar: bool = False,
+    progress_bar: Progress = False,
     comm: MPI.Intracomm | None = None,
 ) -> Acquisition:
     """Simulate ``phantom`` in ``scanner`` and write the acquisition to ``directory``; collective.
 
-    See :func:`parvox.recon.simulate.simulate` for the parameters. The manifest is written
-    last, so a directory with an ``acquisition.json`` is complete.
+    See :func:`parvox.recon.simulate.simulate` for the parameters. Every file is published
+    atomically (:func:`parvox.io.atomic_write`) and the manifest last, so a directory with an
+    ``acquisition.json`` is complete.
     """
     c = get_comm(comm)
-    pc = private_comm(c)
     d = os.fspath(directory)
     grid = phantom.grid
     truth = phantom.activity * (counts / phantom.activity.sum())
     files = {"events": "events.lm", "truth": "truth.npy", "labels": "labels.npy",
              "mu": "mu.npy" if attenuation else None}
 
-    @root_only(comm=pc)
+    @root_only(comm=c)
     def write_images() -> None:
         try:
             os.makedirs(d, exist_ok=True)
             old = os.path.join(d, MANIFEST)
             if os.path.exists(old):
                 os.unlink(old)  # the directory is incomplete until the new manifest is written
-            np.save(os.path.join(d, "truth.npy"), truth)
-            np.save(os.path.join(d, "labels.npy"), phantom.labels)
+            images = {"truth.npy": truth, "labels.npy": phantom.labels}
             if attenuation:
-                np.save(os.path.join(d, "mu.npy"), phantom.mu)
+                images["mu.npy"] = phantom.mu
+            for name, image in images.items():
+                with atomic_write(os.path.join(d, name)) as fh:
+                    np.save(fh, image)
         except OSError as exc:
             raise ParameterError("OUT", f"{d}: cannot write the acquisition: {exc.strerror}") \
                 from exc
@@ -179,12 +183,10 @@ def simulate_acquisition(
         "randoms": result.randoms, "events": result.events, "files": files,
         "regions": [r.to_dict() for r in phantom.regions],
     }
-    if c.Get_rank() == 0:
-        tmp = os.path.join(d, MANIFEST + ".tmp")
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(info, fh, indent=2, default=_json_default)
-        os.replace(tmp, os.path.join(d, MANIFEST))
-    c.Barrier()
+    with root_writes(c, what=f"writing {MANIFEST}") as mine:
+        if mine:
+            with atomic_write(os.path.join(d, MANIFEST), "w") as fh:
+                json.dump(info, fh, indent=2, default=_json_default)
     return Acquisition(d, scanner, grid, info, phantom.regions)
 
 

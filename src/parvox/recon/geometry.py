@@ -25,24 +25,21 @@ from typing import Any
 
 import numpy as np
 
+from parvox import _validate
+
 __all__ = ["ImageGrid", "parse_origin", "parse_shape", "parse_voxel_size"]
 
 
 def parse_shape(shape: Sequence[int] | int, name: str = "shape") -> tuple[int, int, int]:
-    """Three positive voxel counts ``(z, y, x)``.
+    """Three positive voxel counts ``(z, y, x)`` (one number means the same on every axis).
 
     Examples
     --------
     >>> parse_shape((4, 5, 6))
     (4, 5, 6)
     """
-    values = _three(shape, name)
-    out = []
-    for v in values:
-        if isinstance(v, bool) or not float(v).is_integer() or v < 1:
-            raise ValueError(f"{name}: expected three positive integers, got {shape!r}")
-        out.append(int(v))
-    return (out[0], out[1], out[2])
+    z, y, x = _validate.parse_shape(shape, name, ndim=3)
+    return z, y, x
 
 
 def parse_voxel_size(
@@ -55,11 +52,8 @@ def parse_voxel_size(
     >>> parse_voxel_size(2)
     (2.0, 2.0, 2.0)
     """
-    values = _three(voxel_size, name)
-    out = tuple(float(v) for v in values)
-    if not all(math.isfinite(v) and v > 0 for v in out):
-        raise ValueError(f"{name}: expected positive finite sizes in mm, got {voxel_size!r}")
-    return (out[0], out[1], out[2])
+    z, y, x = _validate.parse_spacing(voxel_size, 3, name)
+    return z, y, x
 
 
 def parse_origin(origin: Sequence[float], name: str = "origin") -> tuple[float, float, float]:
@@ -70,23 +64,8 @@ def parse_origin(origin: Sequence[float], name: str = "origin") -> tuple[float, 
     >>> parse_origin([0, -1.5, 2])
     (0.0, -1.5, 2.0)
     """
-    values = _three(origin, name)
-    out = tuple(float(v) for v in values)
-    if not all(math.isfinite(v) for v in out):
-        raise ValueError(f"{name}: expected finite coordinates in mm, got {origin!r}")
-    return (out[0], out[1], out[2])
-
-
-def _three(value: Any, name: str) -> tuple[Any, ...]:
-    if np.isscalar(value):
-        return (value,) * 3
-    try:
-        values = tuple(np.asarray(value).reshape(-1).tolist())
-    except (TypeError, ValueError):
-        raise ValueError(f"{name}: expected three numbers, got {value!r}") from None
-    if len(values) != 3 or not all(isinstance(v, int | float) for v in values):
-        raise ValueError(f"{name}: expected three numbers (z, y, x), got {value!r}")
-    return values
+    z, y, x = _validate.parse_floats(origin, 3, name)
+    return z, y, x
 
 
 @dataclasses.dataclass(frozen=True)

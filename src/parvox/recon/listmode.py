@@ -39,9 +39,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from parvox.comm import get_comm, private_comm, root_only
+from parvox.comm import get_comm, private_comm, root_only, root_writes
 from parvox.decomposition import split_extent
 from parvox.errors import ParameterError
+from parvox.io import atomic_write, publish
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -124,7 +125,7 @@ class ListModeFile:
         self.path = os.fspath(path)
         c = get_comm(comm)
         pc = private_comm(c)
-        self.header = root_only(self._read_header, comm=pc)()
+        self.header = root_only(self._read_header, comm=c)()
         self.n_events = int(self.header["n_events"])
         self.n_detectors = int(self.header["n_detectors"])
         self._fh: Any = MPI.File.Open(pc, self.path, MPI.MODE_RDONLY)
@@ -169,8 +170,8 @@ class ListModeWriter:
     """Write a list-mode file from every rank at once (collective open and close).
 
     Records go to ``PATH.partial`` at the event positions each rank gives; :meth:`close`
-    writes the header with the final count and renames the file to ``PATH``; :meth:`abort`
-    removes the partial file instead.
+    writes the header with the final count and publishes the file as ``PATH``
+    (:func:`parvox.io.publish`); :meth:`abort` removes the partial file instead.
     """
 
     def __init__(self, path: str | os.PathLike[str], n_detectors: int,
@@ -180,10 +181,11 @@ class ListModeWriter:
         self.path = os.fspath(path)
         self.partial = self.path + ".partial"
         self.n_detectors = int(n_detectors)
-        self._comm = private_comm(get_comm(comm))
-        if self._comm.Get_rank() == 0 and os.path.exists(self.partial):
-            os.unlink(self.partial)
-        self._comm.Barrier()
+        self._user = get_comm(comm)
+        self._comm = private_comm(self._user)
+        with root_writes(self._user, what=f"removing {self.partial}") as mine:
+            if mine and os.path.exists(self.partial):
+                os.unlink(self.partial)
         amode = MPI.MODE_WRONLY | MPI.MODE_CREATE
         self._fh: Any = MPI.File.Open(self._comm, self.partial, amode)
 
@@ -205,17 +207,17 @@ class ListModeWriter:
             self._fh.Write_at(0, [np.frombuffer(_pack_header(self.n_detectors, n_events),
                                                 np.uint8), MPI.BYTE])
         self._fh.Close()
-        if self._comm.Get_rank() == 0:
-            os.truncate(self.partial, HEADER_SIZE + n_events * EVENT_DTYPE.itemsize)
-            os.replace(self.partial, self.path)
-        self._comm.Barrier()
+        with root_writes(self._user, what=f"publishing {self.path}") as mine:
+            if mine:
+                os.truncate(self.partial, HEADER_SIZE + n_events * EVENT_DTYPE.itemsize)
+                publish(self.partial, self.path)
 
     def abort(self) -> None:
         """Close and remove the partial file (collective)."""
         self._fh.Close()
-        if self._comm.Get_rank() == 0 and os.path.exists(self.partial):
-            os.unlink(self.partial)
-        self._comm.Barrier()
+        with root_writes(self._user, what=f"removing {self.partial}") as mine:
+            if mine and os.path.exists(self.partial):
+                os.unlink(self.partial)
 
 
 def write_events(path: str | os.PathLike[str], d1: Any, d2: Any, *, n_detectors: int) -> None:
@@ -234,8 +236,6 @@ def write_events(path: str | os.PathLike[str], d1: Any, d2: Any, *, n_detectors:
         raise ValueError(f"d1/d2: detector indices must lie in [0, {n_detectors})")
     rec = np.empty(a.shape[0], dtype=EVENT_DTYPE)
     rec["d1"], rec["d2"] = a, b
-    tmp = os.fspath(path) + ".partial"
-    with open(tmp, "wb") as fh:
+    with atomic_write(path) as fh:
         fh.write(_pack_header(int(n_detectors), a.shape[0]))
         fh.write(rec.tobytes())
-    os.replace(tmp, path)

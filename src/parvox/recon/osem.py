@@ -49,9 +49,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from parvox import collectives
+from parvox import collectives, progressbar
 from parvox.comm import get_comm, private_comm
 from parvox.errors import AllRanksValueError
+from parvox.progressbar import Progress
 from parvox.recon.geometry import ImageGrid
 from parvox.recon.listmode import ListModeFile, subset_range
 from parvox.recon.projectors import (
@@ -187,7 +188,7 @@ def osem(
     algorithm: str = "auto",
     dtype: Any = np.float64,
     callback: Callable[[int, np.ndarray], None] | None = None,
-    progress_bar: bool = False,
+    progress_bar: Progress = False,
     comm: MPI.Intracomm | None = None,
 ) -> OSEMResult:
     """Reconstruct a list-mode file with OSEM; collective over ``comm``.
@@ -225,8 +226,9 @@ def osem(
     callback : callable, optional
         ``callback(iteration, image)`` after every iteration, on every rank; ``image`` is a
         view of the working image (copy it to keep it).
-    progress_bar : bool
-        A progress bar over the subsets on rank 0.
+    progress_bar : bool or callable
+        ``True``: a tqdm bar on rank 0; a callable gets ``(done, total)`` subsets there
+        (:mod:`parvox.progressbar`). Default: none.
     comm : MPI.Intracomm, optional
 
     Returns
@@ -235,6 +237,7 @@ def osem(
     """
     dt = _check_args(mode, progress, subsets, iterations, row_memory, chunk, tests, dtype)
     parse_method(method)
+    progressbar.check_progress(progress_bar, "progress_bar")
     if sensitivity.shape != grid.shape:
         raise ValueError(f"sensitivity: shape {sensitivity.shape} differs from the grid's "
                          f"{grid.shape}")
@@ -268,7 +271,8 @@ def osem(
         # with it) and load the allreduce path, before anything is timed
         collectives.iallreduce(np.zeros(size, dt), comm=pc, algorithm="ring",
                                progress=progress).wait()
-        bar = _bar(len(steps), mode) if progress_bar and rank == 0 else None
+        bar = progressbar.progress_bar(progress_bar, len(steps), desc=f"osem ({mode})",
+                                       unit="subset", comm=c)
         sizes = [subset_range(m, subsets, sub)[1] - subset_range(m, subsets, sub)[0]
                  for sub in range(subsets)]
         first = SubsetTimes.empty(1)  # reading and tracing subset 0 before any communication
@@ -304,13 +308,11 @@ def osem(
                         np.multiply(f, inv_a, out=f)
                         f *= dt.type(m / sizes[sub])
                         c_rank.fill(0)
-                if bar is not None:
-                    bar.update(1)
+                bar.update(1)
                 if callback is not None and sub == subsets - 1:
                     callback(it, f.reshape(grid.shape))
         finally:
-            if bar is not None:
-                bar.close()
+            bar.close()
     mean, most = times.reduce(pc)
     if mode == "blocking":
         first = SubsetTimes(times.seconds[:1].copy())
@@ -324,12 +326,6 @@ def _test_calls(tests: int | None, request: Any, size: int) -> int:
     """Test calls spread over one overlapped subset: ``tests``, or
     :func:`parvox.collectives.test_calls` with seed 000's ``4 * size`` as the floor."""
     return tests if tests is not None else collectives.test_calls(request, at_least=4 * size)
-
-
-def _bar(total: int, mode: str) -> Any:
-    from tqdm import tqdm
-
-    return tqdm(total=total, unit="subset", desc=f"osem ({mode})", leave=False)
 
 
 class _Engine:

@@ -53,7 +53,8 @@ def check_image_path(path: str | os.PathLike[str]) -> str:
 
 
 def save_image(path: str | os.PathLike[str], image: np.ndarray, grid: ImageGrid) -> None:
-    """Write ``image`` (on ``grid``) to ``.npy``, ``.tif``/``.tiff`` or ``.nii``/``.nii.gz``."""
+    """Write ``image`` (on ``grid``) to ``.npy``, ``.tif``/``.tiff`` or ``.nii``/``.nii.gz``,
+    published atomically (:mod:`parvox.io`)."""
     name = check_image_path(path)
     if image.shape != grid.shape:
         raise ValueError(f"image: shape {image.shape} differs from the grid's {grid.shape}")
@@ -69,7 +70,8 @@ def save_image(path: str | os.PathLike[str], image: np.ndarray, grid: ImageGrid)
         affine[i, 3] = grid.origin[axis]
     img = nibabel.Nifti1Image(np.ascontiguousarray(image.transpose(2, 1, 0)), affine)
     img.header.set_xyzt_units("mm")
-    nibabel.save(img, name)
+    with io.atomic_path(name) as tmp:  # the temporary keeps the .nii/.nii.gz nibabel reads
+        nibabel.save(img, tmp)
 
 
 def _resample(panel: np.ndarray, dy: float, dx: float, mm_per_pixel: float) -> np.ndarray:

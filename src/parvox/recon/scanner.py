@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from parvox._validate import parse_float, parse_int
 from parvox.recon.geometry import ImageGrid
 
 __all__ = ["PRESETS", "Scanner", "default_grid"]
@@ -61,18 +62,12 @@ class Scanner:
     name: str = "custom"
 
     def __post_init__(self) -> None:
-        r = float(self.radius)
-        if not (math.isfinite(r) and r > 0):
-            raise ValueError(f"radius: expected a positive length in mm, got {self.radius!r}")
-        pitch = float(self.crystal_pitch)
-        if not (math.isfinite(pitch) and pitch > 0):
-            raise ValueError(f"crystal_pitch: expected a positive length, got {self.crystal_pitch!r}")
-        d = _positive_int(self.detectors_per_ring, "detectors_per_ring", 3)
-        n = _positive_int(self.rings, "rings", 1)
+        r = parse_float(self.radius, "radius", 0.0, inclusive=False)
+        pitch = parse_float(self.crystal_pitch, "crystal_pitch", 0.0, inclusive=False)
+        d = parse_int(self.detectors_per_ring, "detectors_per_ring", 3)
+        n = parse_int(self.rings, "rings", 1)
         mrd = n - 1 if self.max_ring_difference is None else self.max_ring_difference
-        mrd = _positive_int(mrd, "max_ring_difference", 0)
-        if mrd > n - 1:
-            raise ValueError(f"max_ring_difference: must be <= rings - 1 = {n - 1}, got {mrd}")
+        mrd = parse_int(mrd, "max_ring_difference", 0, n - 1)  # at most rings - 1
         object.__setattr__(self, "radius", r)
         object.__setattr__(self, "crystal_pitch", pitch)
         object.__setattr__(self, "detectors_per_ring", d)
@@ -276,12 +271,6 @@ class Scanner:
             f"{self.detectors_per_ring} crystals ({self.crystal_width:.3g} x "
             f"{self.crystal_pitch:g} mm), axial {self.axial_length:g} mm"
         )
-
-
-def _positive_int(value: Any, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not float(value).is_integer() or value < minimum:
-        raise ValueError(f"{name}: expected an integer >= {minimum}, got {value!r}")
-    return int(value)
 
 
 #: name -> (Scanner keyword arguments, default grid shape, default voxel size in mm)

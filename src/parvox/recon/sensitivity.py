@@ -33,8 +33,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from parvox.comm import get_comm, private_comm
+from parvox import progressbar
+from parvox.comm import get_comm, private_comm, root_writes
 from parvox.decomposition import split_extent
+from parvox.io import atomic_write
+from parvox.progressbar import Progress
 from parvox.recon.geometry import ImageGrid
 from parvox.recon.projectors import back_project, forward_project, parse_method
 from parvox.recon.scanner import Scanner
@@ -65,7 +68,7 @@ def sensitivity(
     *,
     method: str = "joseph",
     mu: np.ndarray | None = None,
-    progress_bar: bool = False,
+    progress_bar: Progress = False,
     comm: MPI.Intracomm | None = None,
 ) -> np.ndarray:
     """``A^T 1`` over all LORs of ``scanner`` on ``grid`` (float64); collective.
@@ -78,8 +81,9 @@ def sensitivity(
         The projector of the reconstruction.
     mu : array, optional
         Attenuation per mm on ``grid``.
-    progress_bar : bool
-        A progress bar on rank 0.
+    progress_bar : bool or callable
+        ``True``: a tqdm bar on rank 0; a callable gets ``(done, total)`` LORs there
+        (:mod:`parvox.progressbar`). Default: none.
     comm : MPI.Intracomm, optional
     """
     from parvox import collectives
@@ -95,12 +99,10 @@ def sensitivity(
     d = scanner.detectors_per_ring
     image = np.zeros(grid.shape)
     mu_img = None if mu is None else np.ascontiguousarray(mu, dtype=np.float32)
-    bar = None
-    if progress_bar and c.Get_rank() == 0:
-        from tqdm import tqdm
-
-        bar = tqdm(total=hi - lo, unit="LOR", unit_scale=True, desc="sensitivity", leave=False)
-    try:
+    progressbar.check_progress(progress_bar, "progress_bar")
+    bar = progressbar.progress_bar(progress_bar, hi - lo, desc="sensitivity", unit="LOR",
+                                   unit_scale=True, comm=c)
+    with bar:
         for first in range(lo, hi, CHUNK):
             f = np.arange(first, min(first + CHUNK, hi), dtype=np.int64)
             t, r = np.divmod(f, len(rings))
@@ -110,11 +112,7 @@ def sensitivity(
             weights = lor_weights(scanner, grid, starts, ends, mu_img)
             back_project(weights, starts, ends, grid.shape, voxel_size=grid.voxel_size,
                          origin=grid.origin, method=method, out=image)
-            if bar is not None:
-                bar.update(f.shape[0])
-    finally:
-        if bar is not None:
-            bar.close()
+            bar.update(f.shape[0])
     out: np.ndarray = collectives.allreduce(image, comm=private_comm(c))
     return out
 
@@ -145,14 +143,15 @@ def cached_sensitivity(
     *,
     method: str = "joseph",
     mu: np.ndarray | None = None,
-    progress_bar: bool = False,
+    progress_bar: Progress = False,
     comm: MPI.Intracomm | None = None,
 ) -> tuple[np.ndarray, str, bool]:
     """:func:`sensitivity`, read from ``directory`` when computed before; collective.
 
     Returns the image, its file path and whether it came from the cache. The file is
-    ``sensitivity-METHOD-KEY.npy`` (:func:`sensitivity_key`), written by rank 0 through a
-    temporary file; when the directory is not writable the image is just not cached.
+    ``sensitivity-METHOD-KEY.npy`` (:func:`sensitivity_key`), published by rank 0
+    (:func:`parvox.io.atomic_write`); when the directory is not writable the image is just
+    not cached.
     """
     c = get_comm(comm)
     key = sensitivity_key(scanner, grid, method, mu)
@@ -163,14 +162,8 @@ def cached_sensitivity(
         if image.shape == grid.shape and image.dtype == np.float64:
             return image, path, True
     image = sensitivity(scanner, grid, method=method, mu=mu, progress_bar=progress_bar, comm=c)
-    if c.Get_rank() == 0:
-        tmp = f"{path}.{os.getpid()}.tmp"
-        try:
-            with open(tmp, "wb") as fh:
-                np.save(fh, image)
-            os.replace(tmp, path)
-        except OSError:  # a read-only data directory: recompute next time
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-    c.Barrier()
+    with root_writes(c, what=f"caching {path}") as mine:
+        if mine:
+            with contextlib.suppress(OSError), atomic_write(path) as fh:
+                np.save(fh, image)  # a read-only data directory: recompute next time
     return image, path, False

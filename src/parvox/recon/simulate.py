@@ -36,7 +36,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from parvox import progressbar
 from parvox.comm import get_comm, private_comm
+from parvox.progressbar import Progress
 from parvox.recon.geometry import ImageGrid
 from parvox.recon.listmode import EVENT_DTYPE, ListModeWriter
 from parvox.recon.projectors import forward_project
@@ -161,7 +163,7 @@ def simulate(
     mu: np.ndarray | None = None,
     randoms_fraction: float = 0.0,
     chunk_size: int = CHUNK,
-    progress_bar: bool = False,
+    progress_bar: Progress = False,
     comm: MPI.Intracomm | None = None,
 ) -> SimulationResult:
     """Simulate a list-mode acquisition of ``activity`` into the file ``path``; collective.
@@ -185,8 +187,9 @@ def simulate(
         Fraction of recorded events that are randoms, in ``[0, 1)``.
     chunk_size : int
         Decays per chunk (memory per rank is about 200 bytes per decay of a chunk).
-    progress_bar : bool
-        Show a progress bar on rank 0.
+    progress_bar : bool or callable
+        ``True``: a tqdm bar on rank 0; a callable gets ``(done, total)`` decays there
+        (:mod:`parvox.progressbar`). Default: none.
     comm : MPI.Intracomm, optional
 
     Returns
@@ -195,6 +198,7 @@ def simulate(
     """
     act = np.asarray(activity, dtype=np.float64)
     _check(act, grid, counts, randoms_fraction, mu, chunk_size)
+    progressbar.check_progress(progress_bar, "progress_bar")
     c = get_comm(comm)
     pc = private_comm(c)
     rank, size = c.Get_rank(), c.Get_size()
@@ -202,11 +206,8 @@ def simulate(
     n_chunks = -(-decays // chunk_size)
     cdf = np.cumsum(act.reshape(-1))
     mu_img = None if mu is None else np.ascontiguousarray(mu, dtype=np.float32)
-    bar = None
-    if progress_bar and rank == 0:
-        from tqdm import tqdm
-
-        bar = tqdm(total=decays, unit="decay", unit_scale=True, desc="simulate", leave=False)
+    bar = progressbar.progress_bar(progress_bar, decays, desc="simulate", unit="decay",
+                                   unit_scale=True, comm=c)
     written = trues = 0
     writer = ListModeWriter(path, scanner.n_detectors, comm=c)
     try:
@@ -221,10 +222,8 @@ def simulate(
             writer.write(offset, rec)
             written += sum(s for s, _ in sizes)
             trues += sum(t_ for _, t_ in sizes)
-            if bar is not None:
-                bar.update(min(decays, (first + size) * chunk_size) - min(decays, first * chunk_size))
+            bar.update(min(decays, (first + size) * chunk_size) - min(decays, first * chunk_size))
     finally:  # on an error the job aborts; PATH.partial is left, never PATH
-        if bar is not None:
-            bar.close()
+        bar.close()
     writer.close(written)
     return SimulationResult(decays, trues, written - trues, n_chunks)

@@ -51,10 +51,10 @@ def write_ranks_file(ranks: Sequence[tuple[int, str]]) -> None:
     path = os.environ.get(RANKS_FILE_ENV)
     if not path:
         return
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
+    from parvox.io import atomic_write
+
+    with atomic_write(path, "w") as fh:
         json.dump({str(r): [pid, host] for r, (pid, host) in enumerate(ranks)}, fh)
-    os.replace(tmp, path)
 
 
 def release_ranks_file() -> None:

@@ -10,7 +10,6 @@ Examples
 ('cg', True)
 """
 
-from parvox.solvers.faces import FaceExchange
 from parvox.solvers.poisson import BCS, METHODS, Laplacian, SolveInfo, poisson
 
-__all__ = ["BCS", "METHODS", "FaceExchange", "Laplacian", "SolveInfo", "poisson"]
+__all__ = ["BCS", "METHODS", "Laplacian", "SolveInfo", "poisson"]

@@ -1,8 +1,9 @@
 """The 3-D Poisson equation ``-Laplace(u) = f`` on a DistArray's grid (7-point stencil).
 
 ``method="cg"``: conjugate gradients. Its matrix-vector product is seed 004's "independent data
-algorithm": start the face exchange of the search direction, apply the stencil to the inner
-points, wait, then apply it to the boundary layer (``overlap=False``: exchange, then apply).
+algorithm": start the halo exchange of the search direction (a :class:`~parvox.halo.HaloPlan`,
+faces only), apply the stencil to the inner points, wait, then apply it to the boundary layer
+(``overlap=False``: exchange, then apply).
 Every point is computed by the same expression either way, so both give identical iterates.
 
 ``method="fft"`` (periodic only): divide the spectrum by the eigenvalues of the discrete
@@ -32,10 +33,11 @@ from typing import Any
 
 import numpy as np
 
+from parvox._validate import parse_float, parse_int, parse_spacing
 from parvox.decomposition import BlockGrid
 from parvox.distarray import DistArray
+from parvox.halo import HaloPlan
 from parvox.reductions import reduce_array
-from parvox.solvers.faces import FaceExchange
 from parvox.solvers.stencil import (
     boundary_boxes,
     direction,
@@ -80,14 +82,8 @@ class SolveInfo:
 
 
 def _parse_spacing(spacing: float | Sequence[float]) -> tuple[float, float, float]:
-    try:
-        values = [spacing] * 3 if np.isscalar(spacing) else list(spacing)  # type: ignore[arg-type]
-        h = tuple(float(v) for v in values)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise TypeError(f"spacing: expected a number or 3 numbers, got {spacing!r}") from None
-    if len(h) != 3 or not all(math.isfinite(v) and v > 0 for v in h):
-        raise ValueError(f"spacing: expected 1 or 3 finite lengths > 0, got {spacing!r}")
-    return h[0], h[1], h[2]
+    h0, h1, h2 = parse_spacing(spacing, 3)
+    return h0, h1, h2
 
 
 class Laplacian:
@@ -102,7 +98,7 @@ class Laplacian:
     periodic : bool
         Wrap every axis (else the ghosts at the boundary stay zero: Dirichlet ``u = 0``).
     overlap : bool
-        Compute the inner points while the face exchange is in flight.
+        Compute the inner points while the halo exchange is in flight.
 
     Examples
     --------
@@ -139,13 +135,17 @@ class Laplacian:
         return DistArray(self.grid, np.float64, ghost=1, assignment=self.assignment,
                          comm=self.comm, fill=0.0)
 
-    def exchange(self, p: DistArray) -> FaceExchange:
-        """The face exchange of ``p`` (a :meth:`vector`); keep it to reuse its buffers."""
-        return FaceExchange(p)
+    def exchange(self, p: DistArray) -> HaloPlan:
+        """The halo exchange of ``p`` (a :meth:`vector`); keep it to reuse its buffers.
 
-    def apply(self, p: DistArray, out: list[np.ndarray], faces: FaceExchange | None = None) -> None:
+        Faces only (the 7-point stencil has no diagonal terms); periodic axes wrap, and on a
+        Dirichlet boundary the ghosts are left as they are (the zeros of ``u = 0``).
+        """
+        return p.halo_plan(None, corners=False)
+
+    def apply(self, p: DistArray, out: list[np.ndarray], faces: HaloPlan | None = None) -> None:
         """``out[i] = A p`` on block ``i`` of ``p`` (a :meth:`vector`); collective."""
-        faces = faces or FaceExchange(p)
+        faces = self.exchange(p) if faces is None else faces
         if self.overlap:
             faces.start()
             for b, q in zip(p.blocks, out, strict=True):
@@ -155,7 +155,7 @@ class Laplacian:
                 for box in boundary_boxes(b.shape):
                     laplacian(b.data, q, self.coef, box)
         else:
-            faces.exchange()
+            faces.start().wait()
             for b, q in zip(p.blocks, out, strict=True):
                 laplacian(b.data, q, self.coef, whole_box(b.shape))
 
@@ -214,12 +214,8 @@ def poisson(
         raise ValueError(f"method: expected one of {METHODS}, got {method!r}")
     if method == "fft" and bc != "periodic":
         raise ValueError("method: 'fft' solves bc='periodic' only (Dirichlet needs method='cg')")
-    if not (isinstance(tol, int | float) and math.isfinite(tol) and tol >= 0):
-        raise ValueError(f"tol: expected a finite number >= 0, got {tol!r}")
-    if maxiter is None:
-        maxiter = 10 * f.size
-    if not isinstance(maxiter, int | np.integer) or maxiter < 0:
-        raise ValueError(f"maxiter: expected an int >= 0, got {maxiter!r}")
+    tol = parse_float(tol, "tol", 0.0)
+    maxiter = parse_int(10 * f.size if maxiter is None else maxiter, "maxiter", 0)
     op = Laplacian(f, spacing, periodic=bc == "periodic", overlap=overlap)
     cores = [np.asarray(b.core, np.float64) for b in f.blocks]
     total, squares = _global_sum(
@@ -287,7 +283,7 @@ def _fft_solve(
     f: DistArray, op: Laplacian, rhs: list[np.ndarray], norm_f: float, tol: float
 ) -> tuple[DistArray, SolveInfo]:
     """Divide the spectrum by the discrete Laplacian's eigenvalues (zero mode set to zero)."""
-    from parvox.fft import irfftn, redistribute, rfftn
+    from parvox.fft import irfftn, rfftn
 
     spec = rfftn(f if f.dtype == np.float64 else f.astype(np.float64))
     n = f.shape
@@ -304,7 +300,7 @@ def _fft_solve(
         b.core[...] /= lam
         b.core[zero] = 0.0
     u = irfftn(spec, s=n)
-    u = redistribute(u, f.grid, assignment=f.assignment)
+    u = u.redistribute(grid=f.grid, assignment=f.assignment)
     # the residual of the direct solve, by one stencil product
     p = op.vector()
     for b, src in zip(p.blocks, u.blocks, strict=True):

@@ -24,12 +24,12 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
-import tempfile
 import types
 from collections.abc import Sequence
 from pathlib import Path
 
 from parvox.errors import ParvoxError
+from parvox.io import atomic_write
 from parvox.spmd.checker import analyse
 from parvox.spmd.source import read_source
 from parvox.spmd.translator import render
@@ -71,7 +71,8 @@ def translate_file(
 
     Raises :class:`~parvox.spmd.diagnostics.DirectiveError` when the directives have errors
     (nothing is written then). Several ranks may call it at once: each writes a private file
-    and renames it into place, so a reader never sees half a translation.
+    and publishes it (:func:`parvox.io.atomic_write`), so a reader never sees half a
+    translation.
     """
     source = Path(path)
     text = source.read_text(encoding="utf-8")
@@ -81,14 +82,8 @@ def translate_file(
         return target
     translated = render(analyse(read_source(text, str(source))))
     where.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=where, prefix=f".{source.stem}-", suffix=".py")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(translated)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_write(target, "w") as fh:
+        fh.write(translated)
     return target
 
 

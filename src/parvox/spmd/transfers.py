@@ -9,15 +9,18 @@ clause                        function                                 how
 ============================  ======================================  =======================
 ``r2a[E: a]``                 :func:`bcast_entire`                     collectives.bcast
 ``r2a[P: a]``                 :func:`scatter_parts`                    collectives.scatterv
-``r2a[P(X=n): a]``            :func:`scatter_parts` with ``halo=n``    one message per rank
+``r2a[P(X=n): a]``            :func:`scatter_parts` with ``halo=n``    scatterv, then halo plan
 ``a2r[P: a]``                 :func:`gather_parts`                     collectives.gatherv
 ``a2a[E: a]``                 :func:`allgather_parts`                  collectives.allgatherv
-``a2a[P(X=n): a]``            :func:`exchange_halo`                    neighbour messages
+``a2a[P(X=n): a]``            :func:`exchange_halo`                    parvox.halo.HaloPlan
 ``ror`` / ``roa``             :func:`reduce_values`                    one message of scalars
 ============================  ======================================  =======================
 
-Neighbour rows are not clipped to the neighbouring part: a halo wider than a part takes rows
-from as many ranks as it reaches; ``cyclic=True`` (the seed's ``XC``) wraps around the ends.
+Halo rows travel by the core's one halo exchange (:class:`parvox.halo.HaloPlan` with
+``whole=True``: each rank's array is the whole array, its part one block of a split along
+axis 0). Neighbour rows are not clipped to the neighbouring part: a halo wider than a part takes
+rows from as many ranks as it reaches; ``cyclic=True`` (the seed's ``XC``) wraps around the
+ends.
 Every function first checks that all ranks hold arrays of one shape and dtype, so a mismatch
 is a clear error on every rank instead of a hang.
 
@@ -42,10 +45,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from parvox import collectives
-from parvox.comm import get_comm, private_comm
-from parvox.decomposition import split_extent, split_owner, split_sizes
+from parvox.comm import agree, get_comm, private_comm
+from parvox.decomposition import Assignment, BlockGrid, split_sizes
+from parvox.halo import HaloPlan, Part
 from parvox.reductions import parse_reduction, reduce_array
-from parvox.tags import SPMD_ROWS
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -55,13 +58,10 @@ __all__ = [
     "bcast_entire",
     "exchange_halo",
     "gather_parts",
-    "halo_rows",
     "reduce_values",
     "scatter_parts",
 ]
 
-#: Tag of the row messages on the private communicator (from the tag registry).
-_ROWS_TAG = SPMD_ROWS.tag()
 #: How each reduction combines two values (``and``/``or`` keep the operands' type, as in C).
 _COMBINE: dict[str, Callable[[Any, Any], Any]] = {
     "sum": operator.add,
@@ -74,20 +74,25 @@ _COMBINE: dict[str, Callable[[Any, Any], Any]] = {
 
 
 def _agree(array: np.ndarray, what: str, comm: MPI.Intracomm) -> None:
-    """Raise the same ValueError on every rank unless all hold one shape and dtype."""
+    """Raise the same ValueError on every rank unless all hold one shape and dtype.
+
+    Each rank compares its array with rank 0's; a rank that differs fails, and the ranks agree
+    on the outcome (:func:`parvox.comm.agree`: an ``AllRanksValueError`` on every rank).
+    """
     if not isinstance(array, np.ndarray) or array.ndim < 1:
         raise TypeError(
             f"{what}: expected a NumPy array with at least one axis, got {type(array).__name__}"
         )
     mine = (array.shape, array.dtype.str)
-    every = private_comm(comm).allgather(mine)
-    if any(h != every[0] for h in every):
-        held = "; ".join(
-            f"rank {r}: shape {s}, dtype {np.dtype(t)}" for r, (s, t) in enumerate(every)
+    first = private_comm(comm).bcast(mine, root=0)
+    error = None
+    if mine != first:
+        error = ValueError(
+            f"{what}: the ranks hold different arrays (rank {comm.Get_rank()}: shape {mine[0]}, "
+            f"dtype {np.dtype(mine[1])}; rank 0: shape {first[0]}, dtype {np.dtype(first[1])}); "
+            "build it alike on every rank"
         )
-        raise ValueError(
-            f"{what}: the ranks hold different arrays ({held}); build it alike on every rank"
-        )
+    agree(error, what, comm)
 
 
 def _row_counts(array: np.ndarray, size: int) -> list[int]:
@@ -119,30 +124,21 @@ def scatter_parts(
 ) -> None:
     """Every rank gets its part of the root's ``array`` (``r2a[P: a]``), plus ``halo`` rows a side.
 
-    Without a halo this is one scatterv; with one, the root sends each rank its part and halo
-    rows together (the parts overlap, so they cannot be one scatterv).
+    One scatterv moves the parts; with a halo, every rank then fetches its halo rows from their
+    owners (:func:`exchange_halo`).
     """
+    from mpi4py import MPI
+
     c = get_comm(comm)
     _agree(array, "r2a[P: ...]", c)
     flat = _flat(array)
     size, me = c.Get_size(), c.Get_rank()
-    if halo == 0:
-        from mpi4py import MPI
-
-        counts = _row_counts(array, size)
-        lo = sum(counts[:me])
-        recv = MPI.IN_PLACE if me == root else flat[lo : lo + counts[me]]
-        collectives.scatterv(flat if me == root else None, counts, recv, root=root, comm=c)
-        return
-    n = array.shape[0]
-    plan = []
-    for dst in range(size):
-        if dst == root:
-            continue
-        lo, hi = split_extent(n, size, dst)
-        rows = sorted(set(range(lo, hi)) | set(halo_rows(n, size, dst, halo, cyclic)))
-        plan += [(root, dst, a, b) for a, b in _runs(rows)]
-    _move(array, plan, c)
+    counts = _row_counts(array, size)
+    lo = sum(counts[:me])
+    recv = MPI.IN_PLACE if me == root else flat[lo : lo + counts[me]]
+    collectives.scatterv(flat if me == root else None, counts, recv, root=root, comm=c)
+    if halo:
+        _halo_plan(array, halo, cyclic, c).start().wait()
 
 
 def gather_parts(array: np.ndarray, root: int = 0, comm: MPI.Intracomm | None = None) -> None:
@@ -165,39 +161,16 @@ def allgather_parts(array: np.ndarray, comm: MPI.Intracomm | None = None) -> Non
     collectives.allgatherv(flat, _row_counts(array, c.Get_size()), flat, comm=c)
 
 
-def halo_rows(n: int, size: int, rank: int, halo: int, cyclic: bool = False) -> list[int]:
-    """The rows outside ``rank``'s part that lie within ``halo`` rows of it (sorted).
-
-    A rank with an empty part needs none.
-
-    Examples
-    --------
-    >>> halo_rows(10, 3, 1, 2), halo_rows(10, 3, 0, 1, cyclic=True)
-    ([2, 3, 7, 8], [4, 9])
-    """
-    if halo < 0:
-        raise ValueError(f"halo must be >= 0, got {halo}")
-    lo, hi = split_extent(n, size, rank)
-    if lo == hi:
-        return []
-    rows: set[int] = set()
-    for k in range(1, halo + 1):
-        for row in (lo - k, hi - 1 + k):
-            row = row % n if cyclic else row
-            if 0 <= row < n and not lo <= row < hi:
-                rows.add(row)
-    return sorted(rows)
-
-
-def _runs(rows: Sequence[int]) -> list[tuple[int, int]]:
-    """Consecutive rows as ``[start, stop)`` runs."""
-    runs: list[tuple[int, int]] = []
-    for row in rows:
-        if runs and runs[-1][1] == row:
-            runs[-1] = (runs[-1][0], row + 1)
-        else:
-            runs.append((row, row + 1))
-    return runs
+def _halo_plan(array: np.ndarray, halo: int, cyclic: bool, comm: MPI.Intracomm) -> HaloPlan:
+    """The halo exchange of whole arrays whose rows are split into one part per rank."""
+    n, size, rest = array.shape[0], comm.Get_size(), array.ndim - 1
+    # min(n, size) blocks of rows: block g is rank g's part, as split_sizes(n, size) cuts them
+    grid = BlockGrid(array.shape, (max(1, min(n, size)), *(1,) * rest),
+                     (bool(cyclic), *(False,) * rest))
+    assignment = Assignment(grid.nblocks, size)
+    parts = [Part(g, array) for g in assignment.local_gids(comm.Get_rank())]
+    return HaloPlan(grid, parts, ghost=(halo, *(0,) * rest), assignment=assignment, mode=None,
+                    whole=True, comm=comm)
 
 
 def exchange_halo(
@@ -205,56 +178,14 @@ def exchange_halo(
 ) -> None:
     """Every rank gets the ``halo`` rows on each side of its part from their owners (``a2a[P(X=n)]``).
 
-    Each needed run of rows comes in one message from the rank that owns it, so a halo wider
-    than a neighbour's part reaches further ranks. Returns None (the rows arrive in place).
+    The rows within ``halo`` of a rank's part (wrapping around with ``cyclic``) come from the
+    ranks that own them, one message per pair of ranks, so a halo wider than a neighbour's
+    part reaches further ranks. A rank with an empty part gets none. Returns None (the rows
+    arrive in place).
     """
     c = get_comm(comm)
     _agree(array, "a2a[P(X=n): ...]", c)
-    n, size = array.shape[0], c.Get_size()
-    plan = []
-    for dst in range(size):
-        rows = halo_rows(n, size, dst, halo, cyclic)
-        for a, b in _runs(rows):
-            # split each run at part boundaries: every piece has one owner
-            start = a
-            while start < b:
-                owner = split_owner(n, size, start)
-                stop = min(b, split_extent(n, size, owner)[1])
-                plan.append((owner, dst, start, stop))
-                start = stop
-    _move(array, plan, c)
-
-
-def _move(array: np.ndarray, plan: list[tuple[int, int, int, int]], comm: MPI.Intracomm) -> None:
-    """Carry out ``(source, destination, first row, stop row)`` moves; the same plan on every rank.
-
-    Messages between two ranks are posted in plan order on both sides, so they match in order.
-    """
-    from mpi4py import MPI
-
-    me = comm.Get_rank()
-    pc = private_comm(comm)
-    requests: list[MPI.Request] = []
-    keep: list[np.ndarray] = []
-    landing: list[tuple[int, int, np.ndarray]] = []
-    for src, dst, lo, hi in plan:
-        if src == dst or me not in (src, dst):
-            continue
-        if me == src:
-            buf = np.ascontiguousarray(array[lo:hi])
-            keep.append(buf)
-            requests.append(
-                pc.Isend([buf.reshape(-1).view(np.uint8), MPI.BYTE], dest=dst, tag=_ROWS_TAG)
-            )
-        else:
-            buf = np.empty(array[lo:hi].shape, array.dtype)
-            landing.append((lo, hi, buf))
-            requests.append(
-                pc.Irecv([buf.reshape(-1).view(np.uint8), MPI.BYTE], source=src, tag=_ROWS_TAG)
-            )
-    MPI.Request.Waitall(requests)
-    for lo, hi, buf in landing:
-        array[lo:hi] = buf
+    _halo_plan(array, halo, cyclic, c).start().wait()
 
 
 def reduce_values(

@@ -31,7 +31,7 @@ __all__ = ["CODECS", "DEFAULT_CODEC", "Codec", "get_codec", "parse_codec"]
 
 #: the codecs a store may use
 CODECS = ("none", "zstd", "blosc2")
-#: the codec of new stores when none is asked for (see docs/volume.md for the figures)
+#: the codec of new stores when none is asked for (see docs/performance.md for the figures)
 DEFAULT_CODEC = "none"
 
 

@@ -21,15 +21,15 @@ from __future__ import annotations
 
 import os
 import shutil
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from parvox.comm import get_comm
-from parvox.volume._collective import agree
+from parvox.comm import agree, get_comm, root_writes
+from parvox.io import atomic_write, publish, temp_path
+from parvox.progressbar import Progress, check_progress
 from parvox.volume.config import DiskMap, resolve_disk_map
 from parvox.volume.layout import DEFAULT_EXTENT
 from parvox.volume.manifest import VolumeMeta
@@ -54,7 +54,7 @@ def ingest(
     offset_y: int = 0,
     offset_z: int = 0,
     overwrite: bool = False,
-    progress: bool = True,
+    progress: Progress = False,
     comm: MPI.Intracomm | None = None,
     codec: str = "none",
     levels: int = 0,
@@ -82,8 +82,9 @@ def ingest(
         DiskOffsetY/Z (0: chosen automatically, prime to ``ndisks``).
     overwrite : bool
         Replace an existing store at ``store``.
-    progress : bool
-        Show a tqdm progress bar on rank 0.
+    progress : bool or callable
+        ``True``: a tqdm bar on rank 0; a callable gets ``(done, total)`` extents there
+        (:mod:`parvox.progressbar`). Default: none.
     comm : MPI communicator, optional
     codec : {"none", "zstd", "blosc2"}
         How each extent is stored (:mod:`parvox.volume.codecs`).
@@ -97,6 +98,7 @@ def ingest(
         The store directory.
     """
     comm = get_comm(comm)
+    check_progress(progress)
     rank, nranks = comm.Get_rank(), comm.Get_size()
     src: VolumeSource = open_source(source)
     if spacing is None:
@@ -112,20 +114,20 @@ def ingest(
             src.shape, src.dtype, src.channels, spacing, extent, ndisks,
             offset_y, offset_z, disk_dirs, codec, levels,
         )  # fmt: skip
-        temp = target.parent / f".{target.name}.tmp-{uuid.uuid4().hex[:8]}"
+        temp = temp_path(target)
     meta, temp = comm.bcast((meta, temp), root=0)
     assert meta is not None and temp is not None
     suffix = f".tmp-{meta.uuid[:8]}"
     mine = disk_map.disks_of(rank)
+    with root_writes(comm, what=f"creating {temp}") as root:
+        if root:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            temp.mkdir()
     error: BaseException | None = None
     writer = None
     try:
-        if rank == 0:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            temp.mkdir()
-        comm.Barrier()
         writer = StoreWriter(temp, meta, mine, suffix=suffix)
-        writer.write_source(src, "ingest" if progress and rank == 0 else None)
+        writer.write_source(src, progress, "ingest", comm)
         writer.close()
         writer.commit()
     except Exception as exc:
@@ -133,7 +135,7 @@ def ingest(
         if writer is not None:
             writer.close(sync=False)
     try:
-        agree(comm, error, "writing extents")
+        agree(error, "writing extents", comm)
         error = None
         if meta.levels:
             write_levels(src, temp, meta, disk_map, comm, progress, suffix, _given(src, meta))
@@ -143,7 +145,7 @@ def ingest(
         error = exc
         if rank == 0:
             shutil.rmtree(temp, ignore_errors=True)
-    agree(comm, error if rank == 0 else None, "committing the store")
+    agree(error, "committing the store", comm)
     return target
 
 
@@ -159,21 +161,11 @@ def _given(src: VolumeSource, meta: VolumeMeta) -> dict[int, VolumeSource]:
 def _finish(temp: Path, target: Path, manifest: dict[str, Any], overwrite: bool) -> None:
     import json
 
-    tmp_manifest = temp / (MANIFEST + ".tmp")
-    with open(tmp_manifest, "w", encoding="utf-8") as fh:
+    with atomic_write(temp / MANIFEST, "w") as fh:
         json.dump(manifest, fh, indent=1)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp_manifest, temp / MANIFEST)
-    old = None
-    if target.exists():
-        if not overwrite:
-            raise FileExistsError(f"store {target} appeared while ingesting")
-        old = target.parent / f".{target.name}.old-{uuid.uuid4().hex[:8]}"
-        os.replace(target, old)
-    os.replace(temp, target)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+    if target.exists() and not overwrite:
+        raise FileExistsError(f"store {target} appeared while ingesting")
+    publish(temp, target)
 
 
 def ingest_array(

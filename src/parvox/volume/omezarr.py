@@ -34,15 +34,15 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from parvox.comm import get_comm
+from parvox.comm import agree, get_comm, root_writes
 from parvox.decomposition import split_extent
-from parvox.volume._collective import agree
+from parvox.io import publish, temp_path
+from parvox.progressbar import Progress, check_progress, progress_bar
 from parvox.volume.manifest import VolumeMeta
 from parvox.volume.sources import StoreSource, store_dtype
 from parvox.volume.store import VolumeStore
@@ -93,7 +93,7 @@ def export_ome_zarr(
     out: str | os.PathLike[str],
     levels: int | None = None,
     overwrite: bool = False,
-    progress: bool = True,
+    progress: Progress = False,
     comm: MPI.Intracomm | None = None,
 ) -> Path:
     """Write levels ``0..levels`` of ``store`` as an OME-Zarr image at ``out`` (collective).
@@ -108,8 +108,9 @@ def export_ome_zarr(
         Pyramid levels above level 0 to export (default: all the store has).
     overwrite : bool
         Replace an existing ``out``.
-    progress : bool
-        A tqdm bar on rank 0.
+    progress : bool or callable
+        ``True``: a tqdm bar on rank 0; a callable gets ``(done, total)`` extent rows there
+        (:mod:`parvox.progressbar`). Default: none.
 
     Returns
     -------
@@ -121,10 +122,9 @@ def export_ome_zarr(
     ValueError
         When ``levels`` is more than the store has, or ``out`` exists without ``overwrite``.
     """
-    import zarr
-
     comm = get_comm(comm)
-    rank, size = comm.Get_rank(), comm.Get_size()
+    check_progress(progress)
+    rank = comm.Get_rank()
     with VolumeStore(store) as st:
         top = st.manifest
     have = top.nlevels - 1
@@ -137,12 +137,26 @@ def export_ome_zarr(
     target = Path(out).absolute()
     if target.exists() and not overwrite:
         raise ValueError(f"output {target} already exists (pass overwrite=True to replace it)")
-    temp = comm.bcast(
-        target.parent / f".{target.name}.tmp-{uuid.uuid4().hex[:8]}" if rank == 0 else None
-    )
-    error: BaseException | None = None
-    if rank == 0:
-        try:
+    temp = comm.bcast(temp_path(target) if rank == 0 else None)
+    try:
+        _write_group(store, top, nlev, temp, target, progress, comm)
+    except Exception:
+        if rank == 0:
+            shutil.rmtree(temp, ignore_errors=True)
+        raise
+    return target
+
+
+def _write_group(
+    store: str | os.PathLike[str], top: VolumeMeta, nlev: int, temp: Path, target: Path,
+    progress: Progress, comm: MPI.Intracomm,
+) -> None:  # fmt: skip
+    """Create the group in ``temp``, write the chunks of this rank's rows, publish it."""
+    import zarr
+
+    rank, size = comm.Get_rank(), comm.Get_size()
+    with root_writes(comm, what="creating the OME-Zarr group") as mine:
+        if mine:
             target.parent.mkdir(parents=True, exist_ok=True)
             group = zarr.open_group(str(temp), mode="w", zarr_format=2)
             for k in range(nlev + 1):
@@ -152,20 +166,15 @@ def export_ome_zarr(
                     dtype=m.dtype, fill_value=0, chunk_key_encoding={"name": "v2", "separator": "/"},
                 )  # fmt: skip
             group.attrs["multiscales"] = multiscales(top, nlev + 1, Path(store).name)
-        except Exception as exc:
-            error = exc
-    agree(comm, error, "creating the OME-Zarr group")
-    bar = None
+    rows = []
+    for k in range(nlev + 1):
+        m = top.at_level(k)
+        a, b = split_extent(m.layout.nextents[0], size, rank)
+        rows.append((k, a, b))
+    bar = progress_bar(progress, sum(b - a for _, a, b in rows), desc="export", unit="row",
+                       comm=comm)
+    error: BaseException | None = None
     try:
-        rows = []
-        for k in range(nlev + 1):
-            m = top.at_level(k)
-            a, b = split_extent(m.layout.nextents[0], size, rank)
-            rows.append((k, a, b))
-        if progress and rank == 0:
-            from tqdm import tqdm
-
-            bar = tqdm(total=sum(b - a for _, a, b in rows), unit="row", desc="export", leave=False)
         for k, a, b in rows:
             with VolumeStore(store, level=k) as lst:
                 src, arr = StoreSource(lst), zarr.open_array(str(temp / str(k)), mode="r+")
@@ -177,24 +186,15 @@ def export_ome_zarr(
                         arr[:, z0:z1] = np.moveaxis(slab, -1, 0)
                     else:
                         arr[z0:z1] = slab
-                    if bar is not None:
-                        bar.update(1)
+                    bar.update(1)
     except Exception as exc:
         error = exc
     finally:
-        if bar is not None:
-            bar.close()
-    agree(comm, error, "writing OME-Zarr chunks")
-    if rank == 0:
-        try:
-            if target.exists():
-                shutil.rmtree(target)
-            os.replace(temp, target)
-        except Exception as exc:
-            error = exc
-            shutil.rmtree(temp, ignore_errors=True)
-    agree(comm, error if rank == 0 else None, "committing the OME-Zarr group")
-    return target
+        bar.close()
+    agree(error, "writing OME-Zarr chunks", comm)
+    with root_writes(comm, what="committing the OME-Zarr group") as mine:
+        if mine:
+            publish(temp, target)
 
 
 def _ome_shape(meta: VolumeMeta, zyx: tuple[int, int, int] | None = None) -> tuple[int, ...]:

@@ -36,9 +36,10 @@ from typing import TYPE_CHECKING, Any
 import numba
 import numpy as np
 
-from parvox.comm import get_comm
+from parvox.comm import agree, get_comm, root_writes
 from parvox.decomposition import split_extent
-from parvox.volume._collective import agree
+from parvox.io import atomic_write
+from parvox.progressbar import Progress, ProgressBar, check_progress, progress_bar
 from parvox.volume.config import DiskMap, resolve_disk_map
 from parvox.volume.manifest import MANIFEST, VolumeMeta, level_shape, with_levels
 from parvox.volume.slots import INDEX_SUFFIX
@@ -121,7 +122,7 @@ def _counts(n: int, level: int, start: int, stop: int) -> np.ndarray:
 
 def _local_levels(
     src: VolumeSource, meta: VolumeMeta, top: int, z0: int, z1: int, wanted: list[int],
-    bar: Any = None,
+    bar: ProgressBar | None = None,
 ) -> dict[int, np.ndarray]:
     """Levels ``wanted`` (all <= ``top``) over level-0 planes ``z0:z1`` (aligned to ``2**top``
     except at the end of the volume)."""
@@ -173,7 +174,7 @@ def write_levels(
     meta: VolumeMeta,
     disk_map: DiskMap,
     comm: MPI.Intracomm,
-    progress: bool = True,
+    progress: Progress = False,
     suffix: str = "",
     given: Mapping[int, VolumeSource] | None = None,
 ) -> None:
@@ -189,8 +190,9 @@ def write_levels(
         The store's manifest, its ``levels`` naming the files to write.
     disk_map : DiskMap
         Which rank writes which disk.
-    progress : bool
-        tqdm bars on rank 0.
+    progress : bool or callable
+        Reports on rank 0 (:func:`~parvox.progressbar.progress_bar`): planes computed, then
+        each level's extents written. Default: none.
     suffix : str
         Temporary suffix of external files (see :class:`~parvox.volume.store.StoreWriter`).
     given : mapping of int to VolumeSource, optional
@@ -202,7 +204,7 @@ def write_levels(
     mine = disk_map.disks_of(rank)
     nlev = len(meta.levels)
     wanted = [k for k in range(1, nlev + 1) if k not in given]
-    bar = None
+    bar: ProgressBar | None = None
     local: dict[int, np.ndarray] = {}
     error: BaseException | None = None
     try:
@@ -214,46 +216,34 @@ def write_levels(
             top = max(wanted)
             a, b = split_extent(level_shape(meta.shape, top)[0], size, rank)
             z0, z1 = a << top, min(b << top, meta.shape[0])
-            if progress and rank == 0:
-                from tqdm import tqdm
-
-                bar = tqdm(total=z1 - z0, unit="plane", desc="pyramid", leave=False)
+            bar = progress_bar(progress, z1 - z0, desc="pyramid", unit="plane", comm=comm)
             local = _local_levels(src, meta, top, z0, z1, wanted, bar)
     except Exception as exc:
         error = exc
     finally:
         if bar is not None:
             bar.close()
-    agree(comm, error, "computing pyramid levels")
+    agree(error, "computing pyramid levels", comm)
     for k in range(1, nlev + 1):
         lm = meta.at_level(k)
         level_src = given.get(k) or ArraySource(_gather_z(comm, local.pop(k), lm.array_shape))
         writer = None
         try:
             writer = StoreWriter(root, lm, mine, suffix)
-            writer.write_source(level_src, f"level {k}" if progress and rank == 0 else None)
+            writer.write_source(level_src, progress, f"level {k}", comm)
             writer.close()
             writer.commit()
         except Exception as exc:
             error = exc
             if writer is not None:
                 writer.close(sync=False)
-        agree(comm, error, f"writing pyramid level {k}")
+        agree(error, f"writing pyramid level {k}", comm)
 
 
 def write_manifest(root: str | os.PathLike[str], manifest: dict[str, Any]) -> None:
-    """Replace ``root``'s manifest atomically (written beside it, flushed, renamed)."""
-    tmp = Path(root) / (MANIFEST + f".tmp-{uuid.uuid4().hex[:8]}")
-    with open(tmp, "w", encoding="utf-8") as fh:
+    """Replace ``root``'s manifest atomically (:func:`parvox.io.atomic_write`)."""
+    with atomic_write(Path(root) / MANIFEST, "w") as fh:
         json.dump(manifest, fh, indent=1)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, Path(root) / MANIFEST)
-    fd = os.open(root, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _level_files(meta: VolumeMeta, root: Path) -> set[str]:
@@ -269,7 +259,7 @@ def build_pyramid(
     store: str | os.PathLike[str],
     levels: int,
     disk_map: DiskMap | None = None,
-    progress: bool = True,
+    progress: Progress = False,
     comm: MPI.Intracomm | None = None,
 ) -> VolumeMeta:
     """Give the store at ``store`` pyramid levels 1..``levels`` (0: none), replacing any it has
@@ -299,6 +289,7 @@ def build_pyramid(
     ((5, 6, 6), True)
     """
     comm = get_comm(comm)
+    check_progress(progress)
     rank = comm.Get_rank()
     root = Path(store).absolute()
     old = read_manifest(root)
@@ -307,14 +298,10 @@ def build_pyramid(
     disk_map = resolve_disk_map(disk_map, new.ndisks, comm.Get_size())
     with VolumeStore(root) as level0:
         write_levels(StoreSource(level0), root, new, disk_map, comm, progress)
-    error: BaseException | None = None
-    if rank == 0:
-        try:
+    with root_writes(comm, what="committing the pyramid") as mine:
+        if mine:
             write_manifest(root, new.to_dict())
             for name in _level_files(old, root) - _level_files(new, root):
                 if os.path.exists(name):
                     os.remove(name)
-        except Exception as exc:
-            error = exc
-    agree(comm, error if rank == 0 else None, "committing the pyramid")
     return new

@@ -24,13 +24,13 @@ Examples
 
 from __future__ import annotations
 
-import os
 import struct
 from typing import Any
 
 import crc32c as _crc32c
 import numpy as np
 
+from parvox.io import atomic_write
 from parvox.volume.errors import StoreError
 
 __all__ = [
@@ -158,8 +158,6 @@ class SlotIndex:
         return cls.from_bytes(raw, nslots, path)
 
     def save(self, path: str) -> None:
-        """Write the index file (flushed to disk)."""
-        with open(path, "wb") as fh:
+        """Write the index file (published atomically, :func:`parvox.io.atomic_write`)."""
+        with atomic_write(path) as fh:
             fh.write(self.to_bytes())
-            fh.flush()
-            os.fsync(fh.fileno())

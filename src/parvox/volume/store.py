@@ -28,10 +28,12 @@ import os
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from parvox.io import publish
+from parvox.progressbar import Progress, progress_bar
 from parvox.volume.codecs import get_codec
 from parvox.volume.errors import ChecksumError, StoreError
 from parvox.volume.manifest import (
@@ -43,6 +45,9 @@ from parvox.volume.manifest import (
     new_meta,
 )
 from parvox.volume.slots import INDEX_SUFFIX, SlotIndex, checksum, pack_trailer, trailer_problem
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
 
 __all__ = [
     "FORMAT",
@@ -371,11 +376,15 @@ class StoreWriter:
         if n != nbytes:
             raise StoreError(f"short write of extent {(kz, ky, kx)} to disk {disk}")
 
-    def write_source(self, src: Any, desc: str | None = None) -> None:
+    def write_source(
+        self, src: Any, progress: Progress = False, desc: str = "extents",
+        comm: MPI.Intracomm | None = None,
+    ) -> None:  # fmt: skip
         """Write every extent of this writer's disks from ``src`` (a
         :class:`~parvox.volume.sources.VolumeSource` of this level's shape), one row of
-        extents along z at a time (one slab read per row), with a tqdm bar titled ``desc``
-        (none when ``None``)."""
+        extents along z at a time (one slab read per row), reporting the extents written on
+        rank 0 of ``comm`` as ``progress`` asks (:func:`~parvox.progressbar.progress_bar`,
+        titled ``desc``)."""
         lay = self.layout
         nz, ny, nx = lay.nextents
         ez = lay.extent[0]
@@ -385,12 +394,8 @@ class StoreWriter:
              if lay.disk_of(kz, ky, kx) in mine]
             for kz in range(nz)
         ]  # fmt: skip
-        pbar = None
-        if desc is not None:
-            from tqdm import tqdm
-
-            pbar = tqdm(total=sum(map(len, todo)), unit="extent", desc=desc, leave=False)
-        try:
+        total = sum(map(len, todo))
+        with progress_bar(progress, total, desc=desc, unit="extent", comm=comm) as bar:
             for kz in range(nz):
                 if not todo[kz]:
                     continue
@@ -399,11 +404,7 @@ class StoreWriter:
                 for k in todo[kz]:
                     (_, _), (y0, y1), (x0, x1) = lay.voxel_range(*k)
                     self.write_extent(*k, np.ascontiguousarray(slab[:, y0:y1, x0:x1]))
-                if pbar is not None:
-                    pbar.update(len(todo[kz]))
-        finally:
-            if pbar is not None:
-                pbar.close()
+                bar.update(len(todo[kz]))
 
     def close(self, sync: bool = True) -> None:
         """Write the indexes of compressed files, flush (``fsync``) and close the files."""
@@ -416,10 +417,11 @@ class StoreWriter:
         self._fds.clear()
 
     def commit(self) -> None:
-        """Rename this writer's external (absolute) files from temporary to final names."""
+        """Publish this writer's external (absolute) files under their final names
+        (:func:`parvox.io.publish`)."""
         for disk in self.disks:
             name = self.meta.files[disk]
             if os.path.isabs(name) and self.suffix:
                 if self.codec is not None:
-                    os.replace(name + self.suffix + INDEX_SUFFIX, name + INDEX_SUFFIX)
-                os.replace(name + self.suffix, name)
+                    publish(name + self.suffix + INDEX_SUFFIX, name + INDEX_SUFFIX)
+                publish(name + self.suffix, name)
