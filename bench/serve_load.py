@@ -104,7 +104,7 @@ def engine_worker(store: str, queries: str, result: str) -> None:
     comm = MPI.COMM_WORLD
     qs = json.loads(Path(queries).read_text())
     with SliceEngine(store) as eng:
-        ps = [query_plane(q, eng.store.meta.spacing) for q in qs]
+        ps = [query_plane(q, eng.source.meta.spacing) for q in qs]
         eng.extract(ps[0])  # compiled kernels, threads
         comm.Barrier()
         t0 = time.perf_counter()

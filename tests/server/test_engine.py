@@ -195,7 +195,8 @@ def test_engine_and_service_share_one_extraction_path():
     comm = MPI.COMM_WORLD
     path, vol = _store()
     with SliceEngine(path, comm) as engine:
-        planes = _planes(engine, 6, seed=21)
+        assert isinstance(engine.source, SliceSource)
+        planes = _planes(engine.source, 6, seed=21)
         by_engine = [engine.extract(p, raw=True) for p in planes]
     with SliceService(path, ServerOptions(batch=4), comm) as service:
         assert isinstance(service.source, SliceSource)
