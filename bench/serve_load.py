@@ -7,7 +7,8 @@ Usage::
     python bench/serve_load.py --quick                               # small store, 2 ranks, 5 s
     python bench/serve_load.py --url ... --clients 1 --browse --size 512   # the seed's browsing
 
-Prints a table (requests, requests/s, latency p50/p99, MB/s, busy answers, errors), then the
+Prints a table (requests, requests/s, latency p50/p99, MB/s, busy answers, errors), the minor
+page faults per slice and CPU time of each rank on this host during the load, then the
 engine-only rate of the same planes (``parvox.slicing.SliceEngine`` at the same rank count,
 one slice after the other, no HTTP and no encoding; needs ``--store``), the line
 ``ratio: server/engine slices per s = X`` and, last, ``errors: K`` (``errors: 0`` when every
@@ -103,7 +104,7 @@ def engine_worker(store: str, queries: str, result: str) -> None:
     comm = MPI.COMM_WORLD
     qs = json.loads(Path(queries).read_text())
     with SliceEngine(store) as eng:
-        ps = [query_plane(q, eng.store.meta.spacing) for q in qs]
+        ps = [query_plane(q, eng.source.meta.spacing) for q in qs]
         eng.extract(ps[0])  # compiled kernels, threads
         comm.Barrier()
         t0 = time.perf_counter()
@@ -128,6 +129,23 @@ def engine_rate(store: str, nprocs: int, queries: list[str]) -> float:
     subprocess.run(launch_command(nprocs, argv), check=True)
     r = json.loads((work / "r.json").read_text())
     return r["slices"] / r["seconds"]
+
+
+def rank_counters(pids: list[int]) -> list[tuple[int, float, float]] | None:
+    """``(minor faults, user s, system s)`` of each local rank process (``/proc``); ``None``
+    where a rank cannot be read (another host, not Linux)."""
+    import os
+
+    tick = os.sysconf("SC_CLK_TCK")
+    out = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+                f = fh.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            return None
+        out.append((int(f[7]), int(f[11]) / tick, int(f[12]) / tick))
+    return out
 
 
 def start_server(store: str, nprocs: int, extra: list[str] | None = None):
@@ -185,10 +203,14 @@ def main(argv: list[str] | None = None) -> int:
         server = start_server(store, args.n, args.serve_args.split())
         args.url = server.url
     try:
+        pids = [r["pid"] for r in httpx.get(args.url + "/api/stats", timeout=30).json()["ranks"]
+                if r.get("pid")]
+        before = rank_counters(pids)
         t0 = time.perf_counter()
         out = asyncio.run(load(args.url, args.clients, args.seconds, args.size, args.format,
                                args.browse))
         wall = time.perf_counter() - t0
+        after = rank_counters(pids)
         stats = httpx.get(args.url + "/api/stats", timeout=30).json()
     finally:
         if server is not None:
@@ -209,6 +231,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(out):>10} {ok.sum() / wall:>8.1f} {p50:>8.1f} {p99:>8.1f} "
           f"{nbytes / wall / 1e6:>8.2f} {busy:>6} {errors:>7} {hit:>9.3f}")
     served = ok.sum() / wall
+    if before is not None and after is not None and ok.any():
+        for r, (b, a) in enumerate(zip(before, after, strict=True)):
+            print(f"rank {r}: {(a[0] - b[0]) / ok.sum():.0f} minor page faults per slice, "
+                  f"CPU {a[1] - b[1]:.1f} s user + {a[2] - b[2]:.1f} s system")
     if args.engine_slices == 0:
         print("engine only: not measured (--engine-slices 0)")
         print("ratio: server/engine slices per s = nan")

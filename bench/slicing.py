@@ -322,13 +322,13 @@ def worker(args: argparse.Namespace) -> None:
     cases = {c: CASES[c] for c in args.cases.split(",")}
     with SliceEngine(args.store, threads=args.threads,
                      compute_threads=args.compute_threads) as eng:
-        slot = eng.store.meta.slot_bytes
+        slot = eng.source.meta.slot_bytes
         for zoom in zooms:  # load the compiled kernels and start the threads, untimed
             eng.extract(planes(shape, 1, zoom)[0])
         for zoom in zooms:
             for cache, (series, drop, lru) in cases.items():
                 ps = series(shape, args.nslices, zoom)
-                reader = eng.reader
+                reader = eng.source.reader
                 reader.clear()
                 reader.cache_bytes = args.cache_mib << 20 if lru else 0
                 if not drop:
@@ -339,7 +339,7 @@ def worker(args: argparse.Namespace) -> None:
                 dt = cpu = 0.0
                 for p in ps:
                     if drop:  # every slice starts with none of its files cached
-                        reader.drop_page_cache(eng.disks)
+                        reader.drop_page_cache(eng.source.disks)
                     comm.Barrier()
                     t0, c0 = time.perf_counter(), time.process_time()
                     eng.extract(p)
@@ -359,7 +359,7 @@ def worker(args: argparse.Namespace) -> None:
                         "MB_per_s": ext / len(ps) * slot / dt / 1e6,
                         "file_MB_per_s": read / len(ps) / dt / 1e6,
                         "file_bytes_per_slice": read / len(ps),
-                        "cpu_s_per_slice": cpu, "codec": eng.store.meta.codec,
+                        "cpu_s_per_slice": cpu, "codec": eng.source.meta.codec,
                     })  # fmt: skip
     if rank == 0:
         Path(args.result).write_text(json.dumps(out))

@@ -24,7 +24,7 @@ path = comm.bcast(tempfile.mkdtemp(prefix="parvox-serve-") if comm.rank == 0 els
 store = ingest_array(volume, os.path.join(path, "store"), ndisks=4, extent=(8, 16, 16),
                      progress=False, comm=comm)
 
-with SliceService(store, comm) as service:
+with SliceService(store, comm=comm) as service:
     if comm.rank == 0:
         client = TestClient(create_app(service))
         query = "center=20,24,28&normal=1,1,1&size=64,64&format=npy"

@@ -254,3 +254,43 @@ def test_bad_operation_and_stage():
         Stage(abs, queue=0)
     with pytest.raises(TypeError, match="fn"):
         Stage(3)  # type: ignore[arg-type]
+
+
+@mpi_test(ranks=(2, 3), timeout=120)
+def test_message_buffers_come_from_the_pool_and_are_freed_at_close():
+    """Large results travel in pooled buffers, reused from one message to the next; the
+    runtime's pool holds nothing once it is closed; the tags are the DATAFLOW block's."""
+    from mpi4py import MPI
+
+    from parvox.dataflow import Dataflow
+    from parvox.dataflow import runtime as rt
+    from parvox.tags import DATAFLOW
+
+    comm = MPI.COMM_WORLD
+    size = comm.Get_size()
+    n = 40
+    big = 50_000  # float64: 400 kB a result, above the pool's threshold
+
+    op = Operation(
+        "big",
+        split=lambda k: [Token(1 + i % (size - 1), np.array([i])) for i in range(k)],
+        stages=(Stage(lambda a: np.full(big, float(a[0]) + 0.5)),),
+        merge=lambda acc, r: acc + float(r.sum()),
+        init=lambda k: 0.0,
+    )
+    flow = Dataflow([op], window=2)
+    try:
+        if comm.Get_rank() == 0:
+            got = flow.run("big", n)
+            assert got == sum((i + 0.5) * big for i in range(n))
+        comm.Barrier()
+        stats = flow.pool.stats
+        if comm.Get_rank() == 0:  # received n results into pooled buffers
+            assert stats.allocated + stats.reused >= n and stats.reused >= n // 2
+        else:  # sent its results from pooled buffers
+            mine = sum(1 for i in range(n) if 1 + i % (size - 1) == comm.Get_rank())
+            assert stats.allocated + stats.reused >= mine and stats.reused >= 1
+    finally:
+        flow.close()
+    assert flow.pool.stats.held_bytes == 0
+    assert {rt._TAG_TOKEN, rt._TAG_RESULT, rt._TAG_CTRL} == {DATAFLOW.tag(k) for k in range(3)}

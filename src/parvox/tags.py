@@ -37,6 +37,7 @@ __all__ = [
     "BLOCKS_IEXCHANGE",
     "BLOCKS_REDUCE",
     "COLLECTIVES",
+    "DATAFLOW",
     "DODYN",
     "HALO",
     "LOOPS_PIPE",
@@ -90,6 +91,8 @@ BLOCKS_IEXCHANGE = TagBlock("blocks.iexchange", 70, 3)
 LOOPS_PIPE = TagBlock("loops.pipe", 73, 1)
 #: ``ndimage.label``: the union-find rounds' messages
 NDIMAGE_COMPONENTS = TagBlock("ndimage.components", 75, 1)
+#: ``parvox.dataflow``: tokens, results and control messages (heartbeats, stop), in that order
+DATAFLOW = TagBlock("dataflow", 76, 3)
 #: dynamic loop scheduling: a (result, work) pair of tags per call, 4096 calls deep
 DODYN = TagBlock("loops.dodyn", 128, 2 * 4096)
 #: the compiled separable filters' running state along a line of blocks: one tag per receiving
@@ -104,7 +107,7 @@ COLLECTIVES = TagBlock(
 #: the blocks in tag order; :func:`_check_disjoint` runs at import
 BLOCKS: tuple[TagBlock, ...] = (
     HALO, BLOCKS_EXCHANGE, BLOCKS_REDUCE, BLOCKS_IEXCHANGE, LOOPS_PIPE, NDIMAGE_COMPONENTS,
-    DODYN, NDIMAGE_LINES,
+    DATAFLOW, DODYN, NDIMAGE_LINES,
 )
 
 

@@ -29,19 +29,20 @@ def _store(rgb: bool = False, corrupt: bool = False) -> tuple[str, np.ndarray]:
     return path, sample_volume(rgb=rgb)
 
 
-def _planes(service, n: int, seed: int):
+def _planes(source, n: int, seed: int):
+    """``n`` random planes of the volume of ``source`` (a SliceSource)."""
     rng = np.random.default_rng(seed)
-    shape = np.asarray(service.meta.shape, dtype=np.float64)
+    shape = np.asarray(source.meta.shape, dtype=np.float64)
     out = []
     for k in range(n):
         center = tuple(rng.uniform(0.2, 0.8, 3) * (shape - 1))
         size = (int(rng.integers(9, 40)), int(rng.integers(9, 40)))
         zoom = 1 + k % 3
         if k % 2:
-            plane = service.plane(center=center, normal=tuple(rng.normal(size=3)), size=size,
+            plane = source.plane(center=center, normal=tuple(rng.normal(size=3)), size=size,
                                   zoom=zoom, step=float(rng.uniform(0.4, 1.3)))
         else:
-            plane = service.plane(center=center, u=tuple(rng.normal(size=3)),
+            plane = source.plane(center=center, u=tuple(rng.normal(size=3)),
                                   v=tuple(rng.normal(size=3)), size=size, zoom=zoom)
         out.append(plane)
     return out
@@ -60,14 +61,15 @@ def test_slices_equal_the_serial_reference_scalar_and_rgb():
     from mpi4py import MPI
 
     from parvox.server.engine import SliceService
+    from parvox.server.options import ServerOptions
 
     comm = MPI.COMM_WORLD
     for rgb in (False, True):
         path, vol = _store(rgb=rgb)
         # small batches and window 1: many tokens per slice, flow control on the hot path
-        with SliceService(path, comm, batch=3, window=1, cache_bytes=1 << 16) as service:
+        with SliceService(path, ServerOptions(batch=3, window=1, cache_bytes=1 << 16), comm) as service:
             if comm.Get_rank() == 0:
-                planes = _planes(service, 8, seed=3 + rgb)
+                planes = _planes(service.source, 8, seed=3 + rgb)
                 futures = [service.submit(p) for p in planes]  # all in flight at once
                 for plane, fut in zip(planes, futures, strict=True):
                     _check(vol, plane, fut.result(timeout=120))
@@ -88,7 +90,7 @@ def test_slice_outside_the_volume_is_zero_and_overview_has_three_views():
 
     comm = MPI.COMM_WORLD
     path, vol = _store()
-    with SliceService(path, comm) as service:
+    with SliceService(path, comm=comm) as service:
         if comm.Get_rank() == 0:
             far = service.plane(center=(500, 500, 500), normal=(1, 0, 0), size=(7, 5))
             assert not service.extract(far).any()
@@ -110,10 +112,11 @@ def test_checksum_failure_names_the_extent_and_other_requests_go_on():
 
     from parvox.dataflow import DataflowError
     from parvox.server.engine import SliceService
+    from parvox.server.options import ServerOptions
 
     comm = MPI.COMM_WORLD
     path, vol = _store(corrupt=True)
-    with SliceService(path, comm, cache_bytes=0) as service:
+    with SliceService(path, ServerOptions(cache_bytes=0), comm) as service:
         if comm.Get_rank() == 0:
             # extent (1, 1, 1) holds voxels z 8..15, y 16..31, x 16..31
             bad = service.plane(center=(12, 24, 24), normal=(1, 0, 0), size=(10, 10))
@@ -136,10 +139,11 @@ def test_bounded_queue_rejects_when_full():
     from mpi4py import MPI
 
     from parvox.server.engine import ServerBusy, SliceService
+    from parvox.server.options import ServerOptions
 
     comm = MPI.COMM_WORLD
     path, _ = _store()
-    with SliceService(path, comm, max_pending=1) as service:
+    with SliceService(path, ServerOptions(max_pending=1), comm) as service:
         if comm.Get_rank() == 0:
             # a big request keeps the single pending slot busy for a while
             big = service.plane(center=(20, 24, 28), normal=(1, 1, 1), size=(1024, 1024), zoom=4,
@@ -166,9 +170,9 @@ def test_configuration_map_moves_the_work_and_keeps_the_slice():
     path, vol = _store()
     # every disk on the last rank: rank 0 only splits and merges
     dmap = DiskMap(tuple([size - 1] * 5), size)
-    with SliceService(path, comm, disk_map=dmap) as service:
+    with SliceService(path, comm=comm, disk_map=dmap) as service:
         if comm.Get_rank() == 0:
-            planes = _planes(service, 4, seed=9)
+            planes = _planes(service.source, 4, seed=9)
             for plane in planes:
                 _check(vol, plane, service.extract(plane))
             assert service.flow.status()["tokens"] == 0
@@ -185,14 +189,16 @@ def test_engine_and_service_share_one_extraction_path():
     from mpi4py import MPI
 
     from parvox.server.engine import SliceService
+    from parvox.server.options import ServerOptions
     from parvox.slicing import SliceEngine, SliceSource
 
     comm = MPI.COMM_WORLD
     path, vol = _store()
     with SliceEngine(path, comm) as engine:
-        planes = _planes(engine, 6, seed=21)
+        assert isinstance(engine.source, SliceSource)
+        planes = _planes(engine.source, 6, seed=21)
         by_engine = [engine.extract(p, raw=True) for p in planes]
-    with SliceService(path, comm, batch=4) as service:
+    with SliceService(path, ServerOptions(batch=4), comm) as service:
         assert isinstance(service.source, SliceSource)
         if comm.Get_rank() == 0:
             for plane, want in zip(planes, by_engine, strict=True):
@@ -211,10 +217,11 @@ def test_overview_counts_as_pending_and_concurrent_callers_share_it():
     from mpi4py import MPI
 
     from parvox.server.engine import ServerBusy, SliceService
+    from parvox.server.options import ServerOptions
 
     comm = MPI.COMM_WORLD
     path, _ = _store()
-    with SliceService(path, comm, max_pending=1) as service:
+    with SliceService(path, ServerOptions(max_pending=1), comm) as service:
         if comm.Get_rank() == 0:
             big = service.plane(center=(20, 24, 28), normal=(1, 1, 1), size=(1024, 1024), zoom=4,
                                 step=0.05)

@@ -84,7 +84,7 @@ def test_server_option_and_flag(tmp_path):
 
     from parvox.cli import serve
     from parvox.errors import ParameterError
-    from parvox.server.job import ServerOptions
+    from parvox.server.options import ServerOptions
 
     assert ServerOptions().heap_retain is True
     with pytest.raises(ParameterError, match="heap_retain") as info:

@@ -90,7 +90,7 @@ def test_png_is_what_parvox_slice_writes_at_a_level(server, store, tmp_path):
 
 def test_png_level_changes_bytes_not_pixels():
     from parvox.errors import ParameterError
-    from parvox.server.job import ServerOptions
+    from parvox.server.options import ServerOptions
 
     img = sample_volume(rgb=True)[20]
     fast, small = encode_image(img, "png"), encode_image(img, "png", png_level=9)

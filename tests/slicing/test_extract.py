@@ -61,7 +61,7 @@ def test_parallel_slices_equal_reference_and_serial():
             path, comm=MPI.COMM_SELF
         ) as serial:
             if disk_map is not None and rank != size - 1:
-                assert eng.disks == ()
+                assert eng.source.disks == ()
             for plane in _planes(spacing, 8, seed=i):
                 got = eng.extract(plane, raw=True)
                 if rank != 0:

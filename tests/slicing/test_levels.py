@@ -42,7 +42,7 @@ def test_level_slices_equal_map_coordinates_on_the_level():
 
     from mpi4py import MPI
 
-    from parvox.slicing import SliceEngine, reference_slice
+    from parvox.slicing import SliceEngine, SliceSource, reference_slice
     from parvox.slicing.levels import reference_level_slice
     from parvox.volume import ingest
 
@@ -68,6 +68,12 @@ def test_level_slices_equal_map_coordinates_on_the_level():
                     ref = reference_level_slice(vol, plane, k)
                     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-3)
                     np.testing.assert_array_equal(auto, got)
+        # the levels read are SliceSources of the engine's source, opened once each
+        levels = [eng.source.level_source(k) for k in range(4)]
+        assert levels[0] is eng.source and levels[3] is eng.source.level_source(3)
+        assert [type(s) for s in levels] == [SliceSource] * 4
+        assert [s.store.level for s in levels] == [0, 1, 2, 3]
+        assert len(eng.source.readers()) == 4
         # level 0 of a coarse plane: the full-resolution reference
         plane = Plane.from_normal(center=(22, 26, 30), normal=(1, 1, 1), size=(11, 13),
                                   step=4.0, spacing=(1.5, 1.0, 1.0))

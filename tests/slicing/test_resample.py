@@ -98,7 +98,8 @@ def test_plane_outside_gives_zeros_and_part_roundtrip(tmp_path):
         assert out.shape == (3, 4) and not out.any()
         plane = Plane(center=(18, 22, 26), u=(1, 1, 0), v=(0, 1, 1), size=(30, 30), zoom=2)
         keys = eng.local_extents(plane)
-        parts = [extract_part(eng.reader.get(tuple(k)), tuple(k), eng.layout, plane) for k in keys]
+        src = eng.source
+        parts = [extract_part(src.reader.get(tuple(k)), tuple(k), src.layout, plane) for k in keys]
         parts = [p for p in parts if p.index.size]
         back = unpack_parts(pack_parts(parts, 1), 1)
         assert [p.extent for p in back] == [p.extent for p in parts]
@@ -108,7 +109,7 @@ def test_plane_outside_gives_zeros_and_part_roundtrip(tmp_path):
         # without zoom the parts are disjoint
         flat = Plane(center=(18, 22, 26), u=(1, 1, 0), v=(0, 1, 1), size=(30, 30))
         idx = np.concatenate([
-            extract_part(eng.reader.get(tuple(k)), tuple(k), eng.layout, flat).index
+            extract_part(src.reader.get(tuple(k)), tuple(k), src.layout, flat).index
             for k in eng.local_extents(flat)
         ])
         assert len(idx) == len(np.unique(idx)) == 900
@@ -122,19 +123,20 @@ def test_in_place_extraction_equals_the_merged_parts(tmp_path):
     plane = Plane(center=(18, 22, 26), u=(1, 0.3, 0), v=(0, 1, 1), size=(33, 41))
     with SliceEngine(path, comm=MPI.COMM_SELF) as eng:
         keys = [tuple(k) for k in eng.local_extents(plane)]
-        blocks = [eng.reader.get(k) for k in keys]
-        parts = [extract_part(b, k, eng.layout, plane) for b, k in zip(blocks, keys, strict=True)]
+        src = eng.source
+        blocks = [src.reader.get(k) for k in keys]
+        parts = [extract_part(b, k, src.layout, plane) for b, k in zip(blocks, keys, strict=True)]
         want = merge_parts(parts, plane, 3)
         rows = new_rows(plane, 3)
         for b, k in zip(blocks, keys, strict=True):
-            assert extract_part(b, k, eng.layout, plane, out=rows).index.size == 0
+            assert extract_part(b, k, src.layout, plane, out=rows).index.size == 0
         np.testing.assert_array_equal(rows.reshape(want.shape), want)
         # a message is placed whole, as its unpacked parts would be merged
         rows = new_rows(plane, 3)
         place_message(pack_parts([p for p in parts if p.index.size], 3), rows, 3)
         np.testing.assert_array_equal(rows.reshape(want.shape), want)
         with pytest.raises(ValueError, match="out"):
-            extract_part(blocks[0], keys[0], eng.layout, Plane(**{**_kw(plane), "zoom": 2}),
+            extract_part(blocks[0], keys[0], src.layout, Plane(**{**_kw(plane), "zoom": 2}),
                          out=rows)
 
 

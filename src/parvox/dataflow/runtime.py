@@ -6,7 +6,8 @@ Each rank runs, beside its main thread:
   duplicate of the communicator: it posts the sends queued by other threads (``Isend`` of one
   coalesced ``uint8`` buffer per token), receives tokens, results and control messages
   (``Iprobe`` + ``Recv``; it sleeps briefly when idle rather than spinning) and answers
-  heartbeats;
+  heartbeats; message buffers come from the runtime's :class:`~parvox.dataflow.pool.BufferPool`
+  and go back to it once sent or handled;
 * for every operation, the **stage threads**: stage 0 is fed by the network (or directly, for
   tokens the rank sends itself), stage ``k + 1`` by a bounded queue filled by stage ``k``, so an
   I/O stage reading the next token overlaps a compute stage working on the previous one; the
@@ -15,7 +16,9 @@ Each rank runs, beside its main thread:
   ``split`` with flow control -- at most ``window`` tokens in flight per destination rank, a token
   that may go to several ranks going to the one with the fewest in flight (shortest queue) --
   and merges results as they arrive, so several requests are in flight at once, each tagged by a
-  request id, their results merged in any order.
+  request id, their results merged in any order;
+* on the rank that watches the others (:meth:`Dataflow.start_heartbeat`), a
+  :class:`~parvox.dataflow.liveness.Watchdog` pinging them and applying the liveness policy.
 
 MPI must provide ``MPI_THREAD_MULTIPLE`` (mpi4py asks for it by default); the constructor checks
 ``MPI.Query_thread()``.
@@ -49,17 +52,20 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from parvox.comm import ParvoxError, get_comm
+from parvox.dataflow.liveness import LivenessPolicy, Peers, Watchdog
 from parvox.dataflow.operation import Operation, Token
+from parvox.dataflow.pool import BufferPool
 from parvox.dataflow.wire import pack, unpack
+from parvox.tags import DATAFLOW
 
 if TYPE_CHECKING:
     from mpi4py import MPI
 
 __all__ = ["Dataflow", "DataflowError", "DataflowTimeout"]
 
-_TAG_TOKEN = 71
-_TAG_RESULT = 72
-_TAG_CTRL = 73
+_TAG_TOKEN = DATAFLOW.tag(0)
+_TAG_RESULT = DATAFLOW.tag(1)
+_TAG_CTRL = DATAFLOW.tag(2)
 
 
 class DataflowError(ParvoxError):
@@ -199,16 +205,14 @@ class Dataflow:
         self._stats_lock = threading.Lock()
         self._busy: dict[str, float] = {}
         self._tokens = 0
-        # what this rank knows of its peers: written by the communication, heartbeat and
-        # watchdog threads, read by any; only under _peers_lock, read through snapshots
-        self._peers_lock = threading.Lock()
-        self._last_seen = {r: time.monotonic() for r in range(self.size)}
-        self._rank_status: dict[int, dict[str, Any]] = {}
-        self._dead: set[int] = set()
+        #: what this rank knows of its peers (written by the communication thread and the
+        #: watchdog, read by any through snapshots)
+        self.peers = Peers(self.rank, self.size)
+        #: the message buffers of this runtime (freed by :meth:`close`)
+        self.pool = BufferPool()
         self._stop_requested = threading.Event()
         self._comm_stop = threading.Event()
-        self._hb_stop = threading.Event()
-        self._hb_thread: threading.Thread | None = None
+        self._watchdog: Watchdog | None = None
         self._closed = False
         self._queues: dict[str, list[queue.Queue[Any]]] = {}
         self._threads: list[threading.Thread] = []
@@ -289,6 +293,7 @@ class Dataflow:
                 errors.append(DataflowError(op.name, err[0], src, err[1], err[2]))
             elif not errors:
                 acc = op.merge(acc, payload)
+                self.pool.give(payload)  # reused once the merge dropped it, if pooled
 
         def drain() -> bool:
             took = False
@@ -353,7 +358,7 @@ class Dataflow:
             self._queues[op][0].put(_Item(op, rid, seq, self.rank, payload))
         else:
             head = {"op": op, "rid": rid, "seq": seq, "origin": self.rank}
-            self._outbox.put((dest, _TAG_TOKEN, pack(head, payload)))
+            self._outbox.put((dest, _TAG_TOKEN, pack(head, payload, self.pool.take)))
 
     def _deliver(self, src: int, rid: int, seq: int, payload: Any, err: Any) -> None:
         with self._cond:
@@ -396,7 +401,8 @@ class Dataflow:
             return
         head = {"rid": item.rid, "seq": item.seq, "err": err}
         try:
-            buf = pack(head, out)
+            buf = pack(head, out, self.pool.take)
+            self.pool.give(out)  # a stage's result in a pooled buffer: copied, reusable
         except Exception as exc:  # an unpackable result becomes an error
             head["err"] = ("(send)", type(exc).__name__, str(exc))
             buf = pack(head, None)
@@ -425,15 +431,23 @@ class Dataflow:
                 active = True
             while comm.Iprobe(MPI.ANY_SOURCE, MPI.ANY_TAG, status):
                 src, tag = status.Get_source(), status.Get_tag()
-                buf = np.empty(status.Get_count(MPI.BYTE), dtype=np.uint8)
+                buf = self.pool.take(status.Get_count(MPI.BYTE))
                 comm.Recv([buf, MPI.BYTE], src, tag)
                 try:
                     self._on_message(src, tag, buf)
                 except Exception as exc:  # never let one bad message stop the runtime
                     sys.stderr.write(f"parvox.dataflow: rank {self.rank}: bad message: {exc!r}\n")
+                self.pool.give(buf)  # reused once the views the handler kept are gone
+                del buf
                 active = True
             if pending:
-                pending = [(r, b) for r, b in pending if not r.Test()]
+                still = []
+                for r, b in pending:
+                    if r.Test():
+                        self.pool.give(b)
+                    else:
+                        still.append((r, b))
+                pending = still
             if self._comm_stop.is_set() and not pending and self._outbox.empty():
                 return
             if active:
@@ -450,8 +464,7 @@ class Dataflow:
 
     def _on_message(self, src: int, tag: int, buf: np.ndarray) -> None:
         head, payload = unpack(buf)
-        with self._peers_lock:
-            self._last_seen[src] = time.monotonic()
+        self.peers.heard(src)
         if tag == _TAG_TOKEN:
             item = _Item(head["op"], head["rid"], head["seq"], head["origin"], payload)
             if item.op not in self._queues:
@@ -465,8 +478,7 @@ class Dataflow:
             if kind == "ping":
                 self._control(src, "pong", status=self.status())
             elif kind == "pong":
-                with self._peers_lock:
-                    self._rank_status[src] = head["status"]
+                self.peers.answered(src, head["status"])
             elif kind == "stop":
                 self._stop_requested.set()
 
@@ -493,73 +505,54 @@ class Dataflow:
     @property
     def last_seen(self) -> dict[int, float]:
         """A snapshot: ``time.monotonic()`` when each rank was last heard from."""
-        with self._peers_lock:
-            return dict(self._last_seen)
+        return self.peers.last_seen
 
     @property
     def rank_status(self) -> dict[int, dict[str, Any]]:
         """A snapshot: each other rank's :meth:`status` from its latest heartbeat answer."""
-        with self._peers_lock:
-            return dict(self._rank_status)
+        return self.peers.status
 
     @property
     def dead(self) -> frozenset[int]:
         """A snapshot: the ranks found dead (:meth:`mark_dead`)."""
-        with self._peers_lock:
-            return frozenset(self._dead)
+        return self.peers.dead
 
     def mark_dead(self, rank: int) -> None:
         """Record that ``rank`` is dead: it is not pinged again and :meth:`silent_ranks`
         reports it at once (thread-safe)."""
-        with self._peers_lock:
-            self._dead.add(rank)
+        self.peers.mark_dead(rank)
+
+    def ping(self, rank: int) -> None:
+        """Ask ``rank`` for its :meth:`status` (the answer updates :attr:`peers`)."""
+        self._control(rank, "ping")
 
     def start_heartbeat(
-        self, interval: float = 0.5, check: Callable[[int], bool] | None = None
+        self,
+        interval: float = 0.5,
+        policy: LivenessPolicy | None = None,
+        on_dead: Callable[[int, float, int | None], None] | None = None,
     ) -> None:
-        """Ping every other rank each ``interval`` seconds (their answers carry :meth:`status`);
-        see :meth:`silent_ranks`. Usually called on the one rank that serves clients.
+        """Ping every other rank each ``interval`` seconds (their answers carry :meth:`status`)
+        and apply ``policy`` (:class:`~parvox.dataflow.liveness.LivenessPolicy`: a rank whose
+        local process is gone, or silent for ``dead_after`` seconds, is dead) in a
+        :class:`~parvox.dataflow.liveness.Watchdog`; see :meth:`silent_ranks`. Usually called
+        on the one rank that serves clients; a second call does nothing.
 
         Parameters
         ----------
-        check : callable, optional
-            ``check(rank) -> bool`` run before each ping; ``False`` marks the rank dead (it is
-            not pinged again and :meth:`silent_ranks` reports it at once). A local process check
-            lets a dead rank be named before the MPI library notices it.
+        on_dead : callable, optional
+            ``on_dead(rank, silence, pid)``, called once, for the first rank found dead.
         """
-        if self._hb_thread is not None:
+        if self._watchdog is not None:
             return
-
-        def beat() -> None:
-            while not self._hb_stop.wait(interval):
-                dead = self.dead
-                for r in range(self.size):
-                    if r == self.rank or r in dead:
-                        continue
-                    if check is not None and not check(r):
-                        self.mark_dead(r)
-                        continue
-                    self._control(r, "ping")
-
-        now = time.monotonic()
-        with self._peers_lock:
-            for r in range(self.size):
-                self._last_seen[r] = now
-        self._hb_thread = threading.Thread(target=beat, name="parvox-heartbeat", daemon=True)
-        self._hb_thread.start()
+        self._watchdog = Watchdog(
+            self.peers, self.ping, policy or LivenessPolicy(), interval, on_dead
+        )
 
     def silent_ranks(self, after: float) -> dict[int, float]:
         """Ranks not heard from for more than ``after`` seconds, with their silence
         (``inf`` for a rank found dead)."""
-        now = time.monotonic()
-        with self._peers_lock:
-            silent = {
-                r: now - t
-                for r, t in self._last_seen.items()
-                if r != self.rank and now - t > after
-            }
-            silent.update({r: float("inf") for r in self._dead})
-        return silent
+        return self.peers.silent(after)
 
     # -- shutdown ----------------------------------------------------------------------------------
     def stop_all(self) -> None:
@@ -576,13 +569,12 @@ class Dataflow:
 
     def close(self) -> None:
         """Stop the runtime (collective): wait for every rank, stop all threads, free the
-        runtime's duplicate communicator."""
+        runtime's duplicate communicator and its message buffers."""
         if self._closed:
             return
         self._closed = True
-        self._hb_stop.set()
-        if self._hb_thread is not None:
-            self._hb_thread.join()
+        if self._watchdog is not None:
+            self._watchdog.stop()
         self._pool.shutdown(wait=True)
         self.comm.Barrier()
         for name, op in self.ops.items():
@@ -595,3 +587,4 @@ class Dataflow:
         self._comm_thread.join()
         self.comm.Barrier()
         self.comm.Free()
+        self.pool.close()

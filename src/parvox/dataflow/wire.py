@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import pickle
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -70,7 +71,13 @@ def _up(n: int) -> int:
     return -(-n // _ALIGN) * _ALIGN
 
 
-def pack(header: dict[str, Any], payload: Any) -> np.ndarray:
+def _empty(nbytes: int) -> np.ndarray:
+    return np.empty(nbytes, dtype=np.uint8)
+
+
+def pack(
+    header: dict[str, Any], payload: Any, alloc: Callable[[int], np.ndarray] = _empty
+) -> np.ndarray:
     """One ``uint8`` buffer holding ``header`` (small, pickled) and ``payload``.
 
     Parameters
@@ -79,6 +86,9 @@ def pack(header: dict[str, Any], payload: Any) -> np.ndarray:
         Routing fields (small values only).
     payload : object
         An array, a small object, or tuples/lists/dicts of them.
+    alloc : callable
+        ``alloc(nbytes)``: the ``uint8`` buffer to fill (a new array by default;
+        :meth:`parvox.dataflow.pool.BufferPool.take` reuses one).
     """
     arrays: list[np.ndarray] = []
     skeleton = _strip(payload, arrays)
@@ -88,7 +98,7 @@ def pack(header: dict[str, Any], payload: Any) -> np.ndarray:
     for a in arrays:
         offsets.append(pos)
         pos = _up(pos + a.nbytes)
-    buf = np.empty(max(pos, 8 + len(head)), dtype=np.uint8)
+    buf = alloc(max(pos, 8 + len(head)))
     buf[:8] = np.frombuffer(np.int64(len(head)).tobytes(), dtype=np.uint8)
     buf[8 : 8 + len(head)] = np.frombuffer(head, dtype=np.uint8)
     for a, off in zip(arrays, offsets, strict=True):

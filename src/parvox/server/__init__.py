@@ -4,10 +4,13 @@ Start it with ``parvox serve STORE -n 4`` and open the printed URL, or call :fun
 on every rank of an MPI job. See ``docs/server.md``.
 """
 
-from parvox.server.engine import ServerBusy, SliceService, overview_planes
+from parvox.server.engine import SliceService
 from parvox.server.imaging import display_pixels, encode_image, encode_slice
-from parvox.server.job import ServerOptions, run_server
+from parvox.server.job import run_server
+from parvox.server.options import ServerOptions
+from parvox.server.overview import overview_planes
 from parvox.server.params import SliceQuery, parse_slice_query
+from parvox.server.stats import ServerBusy
 
 __all__ = [
     "ServerBusy",

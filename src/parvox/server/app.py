@@ -52,9 +52,10 @@ from starlette.staticfiles import StaticFiles
 
 from parvox.dataflow import DataflowError, DataflowTimeout
 from parvox.errors import ParameterError
-from parvox.server.engine import ServerBusy, SliceService
+from parvox.server.engine import SliceService
 from parvox.server.imaging import MEDIA_TYPES
 from parvox.server.params import DEFAULT_MAX_SIZE, parse_slice_query
+from parvox.server.stats import ServerBusy
 from parvox.slicing import MAX_ZOOM
 
 __all__ = ["create_app", "serve_http", "static_dir"]
@@ -72,9 +73,13 @@ def _error(status: int, message: str, parameter: str | None = None, **headers: s
     return JSONResponse(body, status_code=status, headers=headers or None)
 
 
-def create_app(service: SliceService, max_size: int = DEFAULT_MAX_SIZE) -> Starlette:
-    """The Starlette application serving ``service`` (a :class:`SliceService` on rank 0)."""
-    meta = service.meta
+def create_app(service: SliceService, max_size: int | None = None) -> Starlette:
+    """The Starlette application serving ``service`` (a :class:`SliceService` on rank 0);
+    ``max_size``: the largest slice side (``service.options.max_size`` by default)."""
+    source = service.source
+    meta = source.meta
+    if max_size is None:
+        max_size = service.options.max_size
 
     async def index(request: Request) -> Response:
         return FileResponse(f"{static_dir()}/index.html")
@@ -84,18 +89,18 @@ def create_app(service: SliceService, max_size: int = DEFAULT_MAX_SIZE) -> Starl
         views = service.overview_views()
         return JSONResponse(
             {
-                "store": str(service.store.path),
+                "store": str(source.store.path),
                 "shape": list(meta.shape),
                 "dtype": meta.dtype,
                 "channels": meta.channels,
                 "spacing": list(meta.spacing),
                 "extent": list(meta.extent),
-                "nextents": list(service.layout.nextents),
+                "nextents": list(source.layout.nextents),
                 "ndisks": meta.ndisks,
                 "offsets": [meta.offset_y, meta.offset_z],
                 "size_bytes": meta.file_bytes * meta.ndisks,
                 "ranks": service.nranks,
-                "disk_owner": list(service.disk_map.owner),
+                "disk_owner": list(source.disk_map.owner),
                 "limits": {"max_size": max_size, "max_zoom": MAX_ZOOM},
                 "display_window": None if window is None else list(window),
                 "overview": views,

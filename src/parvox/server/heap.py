@@ -4,9 +4,10 @@ A busy slice server allocates and frees buffers of a few MB many times a second:
 parts, their coalesced message, the receive buffer of each message. glibc serves allocations
 above its mmap threshold (128 KiB at first, raised dynamically up to 32 MiB as such blocks are
 freed) with fresh ``mmap`` s and trims the free top of a thread's heap back to the kernel;
-either way the next buffer's pages are faulted in and zeroed again. On the ``./run`` volume at
-2 ranks that was about 1100 page faults per 512x512 slice on the worker's extraction thread
-and a fifth of the job's CPU time in the kernel (``docs/server.md``, Load).
+either way the next buffer's pages are faulted in and zeroed again (the figures are in
+``docs/performance.md``, Slice server). The dataflow's own message buffers come from its pool
+(:mod:`parvox.dataflow.pool`) whatever this setting; the rest (a token's parts, the slices)
+still come from ``malloc``.
 
 :func:`retain_freed_memory` fixes both thresholds (``M_MMAP_THRESHOLD``, ``M_TRIM_THRESHOLD``),
 so freed buffers stay in the heap and are reused without faults. The price is memory: a

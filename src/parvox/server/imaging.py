@@ -7,8 +7,7 @@ other dtype is scaled from the slice's minimum and maximum to ``0..255``; with a
 ``window=(lo, hi)`` values are mapped linearly to ``uint8``:
 ``clip(rint((x - lo) * 255 / (hi - lo)), 0, 255)``. :func:`encode_image` writes PNG with
 :func:`parvox.server.png.encode_png` (deflate level ``png_level``, 1 by default,
-:data:`DEFAULT_PNG_LEVEL`: a 512x512 RGB slice in about 2 ms, eight times faster than Pillow at
-zlib level 1, for a file of the same size) and JPEG with Pillow. ``parvox slice`` writes its PNG
+:data:`DEFAULT_PNG_LEVEL`, the fast one) and JPEG with Pillow. ``parvox slice`` writes its PNG
 file with the same two functions, so a PNG from the HTTP API and the file ``parvox slice``
 writes for the same parameters are the same bytes. JPEG is 8-bit: 16-bit slices get the slice's
 own min-max window unless one is given.

@@ -1,10 +1,10 @@
 """A fast PNG encoder for slices: one filter for every row, a fast deflate, no colour tricks.
 
-Pillow encodes a 512x512 RGB slice in about 18 ms at zlib level 1 on this machine (it chooses
-a filter per row by trying all five, then deflates with zlib). The server encodes every slice
-it sends, so that was most of a PNG request's cost. :func:`encode_png` writes the same image
-(8-bit grey, 16-bit grey or 8-bit RGB; width, height and the pixels are all a PNG holds here)
-in about 2 ms for a file of the same size:
+Pillow chooses a filter per row by trying all five, then deflates with zlib; the server
+encodes every slice it sends, so that was most of a PNG request's cost. :func:`encode_png`
+writes the same image (8-bit grey, 16-bit grey or 8-bit RGB; width, height and the pixels are
+all a PNG holds here) several times faster for a file of the same size (``docs/performance.md``,
+Slice server):
 
 - every row takes filter type 2, *Up* (each byte minus the byte above it, modulo 256; the
   first row's "above" is zeros, PNG's rule), computed for the whole image with one NumPy

@@ -9,7 +9,7 @@ zoom 1 the root writes pixels straight into the slice's rows (:func:`new_rows`,
 :func:`place_message`) instead of merging parts.
 :class:`SliceSource` holds one rank's store, disks and reader and puts the pieces together;
 :class:`SliceEngine` (one coalesced message per rank, :func:`extract_slice`) and the server's
-:class:`~parvox.server.SliceService` (a dataflow operation) are built on it.
+:class:`~parvox.server.SliceService` (a dataflow operation) each hold one as ``source``.
 
 Examples
 --------

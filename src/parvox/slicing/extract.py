@@ -26,7 +26,7 @@ import concurrent.futures as cf
 import dataclasses
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -96,12 +96,14 @@ def extract_parts(
 
 
 def pack_parts(
-    parts: PartBatch | Sequence[Part], channels: int, request: int = 0
+    parts: PartBatch | Sequence[Part], channels: int, request: int = 0,
+    alloc: Callable[[int], np.ndarray] | None = None,
 ) -> np.ndarray:
     """One ``uint8`` buffer holding ``parts``: a header of int64
     ``[request, n, (extent, count) * n]``, then all pixel indices (int64), then all values
     (float32, ``channels`` per pixel). ``request`` tags the message (a server with several
     requests in flight reads it back with :func:`message_request`). Empty parts are left out.
+    ``alloc(nbytes)``, if given, provides the ``uint8`` buffer (a message buffer pool's).
 
     Examples
     --------
@@ -119,13 +121,14 @@ def pack_parts(
     header[1] = n
     header[2::2] = batch.extents[live]
     header[3::2] = batch.counts[live]
-    return np.concatenate(
-        [
-            header.view(np.uint8),
-            np.ascontiguousarray(batch.index, dtype=np.int64).view(np.uint8),
-            np.ascontiguousarray(batch.values, dtype=np.float32).reshape(-1).view(np.uint8),
-        ]
-    )
+    pieces = [
+        header.view(np.uint8),
+        np.ascontiguousarray(batch.index, dtype=np.int64).view(np.uint8),
+        np.ascontiguousarray(batch.values, dtype=np.float32).reshape(-1).view(np.uint8),
+    ]
+    if alloc is None:
+        return np.concatenate(pieces)
+    return np.concatenate(pieces, out=alloc(sum(p.size for p in pieces)))
 
 
 def message_request(buf: np.ndarray) -> int:
@@ -205,11 +208,13 @@ class SliceStats:
     level: int = 0
 
 
-class SliceEngine(SliceSource):
-    """The slice extraction of one rank: its disks, its reader (thread pool + LRU cache).
+class SliceEngine:
+    """The slice extraction of one rank: its collective :meth:`extract` over the ranks' disks.
 
-    A :class:`~parvox.slicing.source.SliceSource` whose :meth:`extract` is collective: every
-    rank reads and extracts the parts on its disks and sends them to the root in one message.
+    Every rank reads and extracts the parts on its disks and sends them to the root in one
+    message. The engine holds this rank's :class:`~parvox.slicing.source.SliceSource` (store,
+    disks, reader, compute threads) as :attr:`source`, as the server's
+    :class:`~parvox.server.SliceService` does, and closes it with :meth:`close`.
 
     Parameters
     ----------
@@ -226,6 +231,13 @@ class SliceEngine(SliceSource):
     level : int
         The level :meth:`extract` reads for ``level=0`` when ``store`` is a path; any other
         level of the store's pyramid is opened when a slice first asks for it.
+
+    Attributes
+    ----------
+    source : SliceSource
+        This rank's store, disks and extent reader (``source.meta``, ``source.layout``, ...).
+    stats : SliceStats
+        What this rank did for its last slice.
     """
 
     def __init__(
@@ -240,30 +252,51 @@ class SliceEngine(SliceSource):
         compute_threads: int = 1,
         level: int = 0,
     ) -> None:
-        super().__init__(
+        self.source = SliceSource(
             store, comm, disk_map, cache_bytes, threads, verify, evict, compute_threads, level
         )
-        #: what this rank did for its last slice
+        self.comm = self.source.comm
+        self.rank = self.source.rank
+        self.nranks = self.source.nranks
         self.stats = SliceStats()
 
     def __enter__(self) -> SliceEngine:
         return self
 
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the source's reader and compute threads (see :meth:`SliceSource.close`)."""
+        self.source.close()
+
+    def plane(self, **kwargs: Any) -> Plane:
+        """A :class:`Plane` with this volume's spacing (``normal=`` selects the normal form)."""
+        return self.source.plane(**kwargs)
+
+    def resolve_level(self, plane: Plane, level: int | str = "auto") -> int:
+        """The pyramid level a slice of ``plane`` reads (``"auto"``: from its step)."""
+        return self.source.resolve_level(plane, level)
+
     def local_extents(self, plane: Plane) -> np.ndarray:
         """The extents ``plane`` cuts on this rank's disks, in read order."""
-        return self.extents_by_rank(plane)[self.rank][0]
+        return self.source.extents_by_rank(plane)[self.rank][0]
 
-    def local_parts(self, plane: Plane, out: np.ndarray | None = None) -> PartBatch:
+    def local_parts(
+        self, plane: Plane, out: np.ndarray | None = None, source: SliceSource | None = None
+    ) -> PartBatch:
         """Read this rank's extents and extract their parts (I/O overlapping extraction).
 
         With ``out`` (zoom 1: slice rows from :func:`~parvox.slicing.resample.new_rows`) the
-        pixels are written there instead of returned as parts.
+        pixels are written there instead of returned as parts. ``source`` (by default
+        :attr:`source`) is the level read, ``plane`` in its voxel coordinates.
         """
+        src = self.source if source is None else source
         t0 = time.perf_counter()
-        keys, rng = self.extents_by_rank(plane)[self.rank]
-        parts = self.read_parts(plane, keys, rng, out=out)
+        keys, rng = src.extents_by_rank(plane)[self.rank]
+        parts = src.read_parts(plane, keys, rng, out=out)
         nparts = int(np.count_nonzero(parts.counts))
-        self.stats = SliceStats(len(keys), nparts, 0, time.perf_counter() - t0)
+        self.stats = SliceStats(len(keys), nparts, 0, time.perf_counter() - t0, src.store.level)
         return parts
 
     def gather_parts(
@@ -290,7 +323,7 @@ class SliceEngine(SliceSource):
         mine = self.rank == root
         buf = np.empty(0, np.uint8)
         if not mine and error is None:
-            buf = pack_parts(parts, self.channels)
+            buf = pack_parts(parts, self.source.channels)
         self.stats.message_bytes = int(buf.size)
         msg = None if error is None else f"{type(error).__name__}: {error}"
         info = comm.gather((int(buf.size), msg), root=root)
@@ -314,9 +347,9 @@ class SliceEngine(SliceSource):
             if r != root and counts[r]:
                 chunk = recv[displs[r] : displs[r] + counts[r]]
                 if rows is not None:
-                    place_message(chunk, rows, self.channels)
+                    place_message(chunk, rows, self.source.channels)
                 else:
-                    allparts.extend(unpack_parts(chunk, self.channels))
+                    allparts.extend(unpack_parts(chunk, self.source.channels))
         return allparts
 
     def extract(
@@ -345,32 +378,27 @@ class SliceEngine(SliceSource):
             On the rank whose extent is corrupted; ``root`` raises :class:`SliceError` naming it.
         """
         k = self.resolve_level(plane, level)
-        eng = self.level_source(k)
-        assert isinstance(eng, SliceEngine)
-        out = eng._extract_here(plane_at_level(plane, k), root, raw)
-        self.stats = eng.stats
-        self.stats.level = k
-        return out
-
-    def _extract_here(self, plane: Plane, root: int, raw: bool) -> np.ndarray | None:
-        """:meth:`extract` of ``plane`` (this level's voxel coordinates) at this level."""
+        src = self.source.level_source(k)
+        plane = plane_at_level(plane, k)
+        channels = src.channels
         error: BaseException | None = None
-        parts = PartBatch.from_parts([], self.channels)
+        parts = PartBatch.from_parts([], channels)
+        self.stats = SliceStats(level=k)
         # zoom 1 on root: every pixel is written straight into the slice (parts are disjoint)
-        rows = new_rows(plane, self.channels) if plane.zoom == 1 and self.rank == root else None
+        rows = new_rows(plane, channels) if plane.zoom == 1 and self.rank == root else None
         try:
-            parts = self.local_parts(plane, out=rows)
+            parts = self.local_parts(plane, out=rows, source=src)
         except Exception as exc:  # reported to root inside the collective
             error = exc
         allparts = self.gather_parts(parts, root, error, rows=rows)
         if allparts is None:
             return None
         if rows is None:
-            out = merge_parts(allparts, plane, self.channels)
+            out = merge_parts(allparts, plane, channels)
         else:
             h, w = plane.size
-            out = rows.reshape(h, w) if self.channels == 1 else rows.reshape(h, w, self.channels)
-        return out if raw else finish_slice(out, self.meta.dtype)
+            out = rows.reshape(h, w) if channels == 1 else rows.reshape(h, w, channels)
+        return out if raw else finish_slice(out, src.meta.dtype)
 
 
 def extract_slice(

@@ -13,8 +13,9 @@ seed's ExtractSlice operation:
   reads.
 
 :class:`~parvox.slicing.SliceEngine` (``parvox slice``: one coalesced message per rank) and
-:class:`~parvox.server.SliceService` (the server's dataflow operation) are its two front ends,
-so a fix to how a slice is cut, read or resampled lands in both.
+:class:`~parvox.server.SliceService` (the server's dataflow operation) are its two front ends;
+each holds its source as ``source``, so a fix to how a slice is cut, read or resampled lands
+in both.
 
 Examples
 --------
@@ -225,13 +226,27 @@ class SliceSource:
     def level_source(self, level: int) -> SliceSource:
         """This rank's source of pyramid level ``level`` of the same store (``self`` for the
         level this source reads), opened on first use with the same settings and closed with
-        this one; the same class as ``self``."""
+        this one.
+
+        Examples
+        --------
+        >>> import numpy as np, tempfile, os
+        >>> from mpi4py import MPI
+        >>> from parvox.volume import ingest_array
+        >>> vol = np.zeros((16, 16, 16), np.uint8)
+        >>> path = ingest_array(vol, os.path.join(tempfile.mkdtemp(), "v"), extent=(8, 8, 8),
+        ...                     levels=2, progress=False)
+        >>> with SliceSource(path, comm=MPI.COMM_SELF) as source:
+        ...     coarse = source.level_source(1)
+        ...     source.level_source(0) is source, coarse.meta.shape, coarse.store.level
+        (True, (8, 8, 8), 1)
+        """
         if level == self.store.level:
             return self
         with self._levels_lock:
             src = self._levels.get(level)
             if src is None:
-                src = type(self)(
+                src = SliceSource(
                     self.store.path, self.comm, self.disk_map, *self._settings, level=level
                 )
                 self._levels[level] = src
