@@ -16,7 +16,8 @@ The result equals the ``scipy.ndimage`` function applied to the whole array, bit
 As in scipy, filters keep the input's dtype, the binary operations give ``bool`` and the
 distance ``float64``; ``--dtype float32`` converts the input first (useful for ``sobel`` of an
 8-bit PNG, whose uint8 result would wrap). PNG output holds integers and booleans only, so a
-float result must go to ``.npy`` or ``.tif``; that is checked before anything runs.
+float result must go to ``.npy`` or ``.tif``; that is checked before anything runs. Rank 0
+prints one summary line: input, operation, shape, output, ranks and the filter's time.
 
 Examples
 --------

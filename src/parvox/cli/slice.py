@@ -15,6 +15,7 @@ import numpy as np
 
 from parvox import io
 from parvox.cli import UsageError
+from parvox.cli._common import plural
 from parvox.cli._volume_args import check_disk_map, store_disks
 from parvox.errors import ParameterError
 
@@ -108,5 +109,5 @@ def run(args: argparse.Namespace) -> int:
         with open(args.output, "wb") as fh:
             fh.write(encode_image(display_pixels(img), "png"))
     print(f"parvox slice: wrote {args.output} ({img.shape[0]}x{img.shape[1]}, "
-          f"{extents} extents, level {level})")
+          f"{plural(int(extents or 0), 'extent')}, level {level})")
     return 0
