@@ -176,7 +176,8 @@ def build_parser() -> argparse.ArgumentParser:
                 type=int,
                 default=None,
                 metavar="N",
-                help="number of MPI ranks (starts mpiexec when not already inside an MPI job)",
+                help="number of MPI ranks (starts mpiexec when not already inside an MPI job; "
+                "default: 1, or the ranks of the MPI job it runs in)",
             )
     return parser
 

@@ -43,7 +43,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--norm", default="backward", help=f"one of {', '.join(_NORMS)} (as NumPy)")
     parser.add_argument(
         "--shape", type=int, nargs=3, default=None, metavar=("N0", "N1", "N2"),
-        help="lengths of the transformed axes (NumPy's s=): crop or zero-pad IN",
+        help="lengths of the transformed axes (NumPy's s=): crop or zero-pad IN (default: IN's "
+             "shape; for --real --inverse the last is 2 * (last - 1))",
     )
     parser.add_argument(
         "--decomposition", default="auto", help=f"one of {', '.join(_DECOMPOSITIONS)}"
