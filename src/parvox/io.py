@@ -365,51 +365,123 @@ def read_image(path: str | os.PathLike[str]) -> np.ndarray:
         raise ValueError(f"{name}: cannot read {fmt} data: {exc}") from None
 
 
-def check_writable(path: str | os.PathLike[str]) -> str:
-    """Check that ``path`` has a supported extension and an existing directory; return its format.
+def check_writable(
+    path: str | os.PathLike[str],
+    dtype: Any = None,
+    shape: tuple[int, ...] | None = None,
+    *,
+    param: str | None = None,
+    overwrite: bool | None = None,
+) -> str:
+    """Check that an image of ``dtype`` and ``shape`` can be written to ``path``; return its format.
+
+    The path must pass :func:`check_output_path` and have a supported extension, and the format
+    must hold the data (when ``dtype``/``shape`` are given): PNG holds 2-d integer or boolean
+    images and 8-bit ``(y, x, 3|4)`` colour, never floats. Call it before computing what will
+    be written, so that a bad output is refused before any work.
+
+    Raises
+    ------
+    ValueError
+        A :class:`~parvox.errors.ParameterError` naming ``param`` when it is given.
 
     Examples
     --------
-    >>> check_writable("out.png")
+    >>> check_writable("out.png", np.uint16, (5, 7))
     'png'
+    >>> check_writable("out.png", np.float64, (5, 7), param="OUT")
+    Traceback (most recent call last):
+    ...
+    parvox.errors.ParameterError: out.png: PNG holds integer images only, got float64; write float data to .npy or .tif, or scale it to uint8/uint16 first
     """
-    fmt = image_format(path)
-    check_output_path(path)
+    try:
+        fmt = image_format(path)
+    except ValueError as exc:
+        raise _refusal(param, str(exc)) from None
+    check_output_path(path, param=param, overwrite=overwrite)
+    if fmt == "png" and (dtype is not None or shape is not None):
+        problem = _png_refusal(
+            os.fspath(path), None if dtype is None else np.dtype(dtype), shape
+        )
+        if problem is not None:
+            raise _refusal(param, problem)
     return fmt
 
 
-def check_output_path(path: str | os.PathLike[str]) -> None:
-    """Check that a file can be created at ``path``: its directory exists and it is no directory.
+def check_output_path(
+    path: str | os.PathLike[str],
+    *,
+    param: str | None = None,
+    overwrite: bool | None = None,
+    directory: bool = False,
+) -> None:
+    """Check that ``path`` can be created: the one policy for every output of parvox.
+
+    Its parent directory must exist (it is never created), and ``path`` must not be a directory
+    (``directory=True``: an output that is a directory, such as a store, must not be a file).
+    With ``overwrite=False`` an existing ``path`` is refused (the caller offers no replacement
+    or the user did not ask for one); ``None`` does not check.
+
+    Raises
+    ------
+    ValueError
+        A :class:`~parvox.errors.ParameterError` naming ``param`` when it is given.
 
     Examples
     --------
     >>> check_output_path("out.anything")
+    >>> check_output_path("/no/such/folder/out.npy", param="OUT")
+    Traceback (most recent call last):
+    ...
+    parvox.errors.ParameterError: /no/such/folder/out.npy: directory /no/such/folder does not exist
     """
-    parent = Path(path).parent
+    name = os.fspath(path)
+    target = Path(name.rstrip("/") or name)
+    parent = target.parent
     if not parent.is_dir():
-        raise ValueError(f"{os.fspath(path)}: directory {os.fspath(parent)} does not exist")
-    if Path(path).is_dir():
-        raise ValueError(f"{os.fspath(path)}: is a directory, not a file")
+        raise _refusal(param, f"{name}: directory {os.fspath(parent)} does not exist")
+    if not directory and target.is_dir():
+        raise _refusal(param, f"{name}: is a directory, not a file")
+    if directory and target.exists() and not target.is_dir():
+        raise _refusal(param, f"{name}: exists and is not a directory")
+    if overwrite is False and target.exists():
+        raise _refusal(param, f"{name} exists (use --overwrite to replace it)")
+
+
+def _refusal(param: str | None, message: str) -> ValueError:
+    """The error of a refused output: a ParameterError naming ``param``, else a ValueError."""
+    if param is None:
+        return ValueError(message)
+    return ParameterError(param, message)
+
+
+def _png_refusal(path: str, dtype: np.dtype | None, shape: tuple[int, ...] | None) -> str | None:
+    """Why PNG cannot hold an image of ``dtype`` and ``shape`` (None: it can), values aside."""
+    if dtype is not None and dtype.kind in "fc":
+        return (
+            f"{path}: PNG holds integer images only, got {dtype}; write float data to "
+            ".npy or .tif, or scale it to uint8/uint16 first"
+        )
+    if dtype is not None and dtype.kind not in "biu":
+        return f"{path}: cannot write dtype {dtype} as PNG"
+    if shape is None:
+        return None
+    colour = len(shape) == 3 and shape[2] in (3, 4)
+    if not (len(shape) == 2 or colour):
+        return f"{path}: PNG needs a (y, x) grey or (y, x, 3|4) colour image, got shape {shape}"
+    if colour and dtype is not None and dtype.kind == "b":
+        return f"{path}: a bool colour image cannot be written as PNG"
+    return None
 
 
 def _png_array(path: str, array: np.ndarray) -> np.ndarray:
     """The array Pillow should write for ``array`` (checked against the PNG rules above)."""
     a = np.asarray(array)
-    if a.dtype.kind == "f" or a.dtype.kind == "c":
-        raise ValueError(
-            f"{path}: PNG holds integer images only, got {a.dtype}; write float data to "
-            ".npy or .tif, or scale it to uint8/uint16 first"
-        )
-    if a.dtype.kind not in "biu":
-        raise ValueError(f"{path}: cannot write dtype {a.dtype} as PNG")
-    colour = a.ndim == 3 and a.shape[2] in (3, 4)
-    if not (a.ndim == 2 or colour):
-        raise ValueError(
-            f"{path}: PNG needs a (y, x) grey or (y, x, 3|4) colour image, got shape {a.shape}"
-        )
+    problem = _png_refusal(path, a.dtype, a.shape)
+    if problem is not None:
+        raise ValueError(problem)
+    colour = a.ndim == 3
     if a.dtype == np.bool_:
-        if colour:
-            raise ValueError(f"{path}: a bool colour image cannot be written as PNG")
         return a
     if colour:
         if a.dtype != np.uint8 and (a.min(initial=0) < 0 or a.max(initial=0) > 255):

@@ -225,4 +225,4 @@ def test_float_results_are_refused_for_png_before_anything_runs(tmp_path, capsys
     write_image(tmp_path / "in.png", MASK)
     with pytest.raises(SystemExit):
         main(["filter", str(tmp_path / "in.png"), str(tmp_path / "o.png"), "--op", "distance"])
-    assert "float64 and PNG holds integers" in capsys.readouterr().err
+    assert "argument OUT" in (err := capsys.readouterr().err) and "PNG holds integer images only, got float64" in err

@@ -191,7 +191,7 @@ BAD_CASES = [
     (["filter", "{tmp}/garbage.npy", OUT, "--op", "median"], "argument IN", "cannot read npy data"),
     (["filter", GOOD, "{tmp}/out.gif", "--op", "median"], "argument OUT", "unsupported extension"),
     (["filter", GOOD, "{tmp}/nodir/o.npy", "--op", "median"], "argument OUT", "does not exist"),
-    (["filter", GOOD, "{tmp}/out.png", "--op", "gaussian"], "argument OUT", "PNG holds integers"),
+    (["filter", GOOD, "{tmp}/out.png", "--op", "gaussian"], "argument OUT", "PNG holds integer images only"),
     ([*F, "--op", "blur"], "argument --op", "unknown filter 'blur'"),
     ([*F, "--op", "gaussian", "--sigma", "-1"], "argument --sigma", "must be a finite number >= 0"),
     ([*F, "--op", "gaussian", "--sigma", "nan"], "argument --sigma", "must be a finite number"),

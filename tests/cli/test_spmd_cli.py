@@ -50,7 +50,7 @@ def test_check_reports_errors_with_line_and_caret_and_exits_2(progs, capsys):
         "a2a[E: ...] to give every rank all of it)",
         "    #$spmd dopr, a2r[E: x]",
         "                     ^",
-        f"{path}: 2 error(s), 0 warning(s)",
+        f"{path}: 2 errors, 0 warnings",
     ]
 
 
@@ -75,7 +75,7 @@ def test_translate_writes_the_translation(progs, capsys):
         (
             ["translate", "{d}/bad.py", "-o", "{d}/t.py"],
             "argument PROG",
-            "2 error(s) in its #$spmd",
+            "2 errors in its #$spmd",
         ),
         (
             ["translate", "{d}/good.py", "-o", "{d}/no/t.py"],
@@ -85,7 +85,7 @@ def test_translate_writes_the_translation(progs, capsys):
         (["translate", "{d}/good.py", "-o", "{d}/good.py"], "argument -o/--output", "PROG itself"),
         (["check", "{d}/missing.py"], "argument PROG", "no such file"),
         (["check", "{d}"], "argument PROG", "is a directory"),
-        (["run", "{d}/bad.py", "-n", "2"], "argument PROG", "2 error(s)"),
+        (["run", "{d}/bad.py", "-n", "2"], "argument PROG", "2 errors"),
         (["run", "{d}/good.py", "-n", "0"], "argument -n/--nprocs", "must be >= 1"),
         (["run", "{d}/good.py", "-n", "x"], "argument -n/--nprocs", "invalid int value"),
         (["run", "{d}/good.py", "--fast"], "unknown option '--fast'", "after --"),
@@ -123,7 +123,7 @@ def test_run_reports_directive_errors_once_before_any_launch(progs):
     proc = run_parvox("spmd", "run", str(progs / "bad.py"), mpiexec=3)
     assert proc.returncode == 2
     assert proc.stderr.count("unknown clause 'dopr'") == 1
-    assert proc.stderr.strip().splitlines()[-1].startswith("parvox spmd: error: argument PROG")
+    assert proc.stderr.strip().splitlines()[-1].startswith("parvox spmd run: error: argument PROG")
 
 
 def test_a_failing_rank_aborts_the_job_and_exit_codes_pass_through(progs):

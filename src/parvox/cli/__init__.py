@@ -77,9 +77,31 @@ class UsageError(ParameterError):
         return type(self), (self.argument, self.detail)
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """Help that shows every option's default: ``(default: D)`` unless the text already says it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if (
+            not action.option_strings
+            or default is None
+            or default is argparse.SUPPRESS
+            or isinstance(default, bool)
+            or "%(default)" in text
+            or "default" in text.lower()
+        ):
+            return action.help
+        return f"{text} (default: %(default)s)"
+
+
 class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line and exit with code 2, and whose options
-    take values that start with a minus sign (``--u -0.6,0.8,0``)."""
+    """An ArgumentParser whose errors are one line and exit with code 2, whose options take
+    values that start with a minus sign (``--u -0.6,0.8,0``), and whose help shows defaults."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
 
     def error(self, message: str) -> NoReturn:
         _fail(f"{self.prog}: error: {message}")
@@ -146,6 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
         module = _load(name)
         p = sub.add_parser(name, help=module.HELP, description=module.HELP)
         module.add_arguments(p)
+        _name_subcommands(p)
         if getattr(module, "PARALLEL", True):
             p.add_argument(
                 "-n",
@@ -153,9 +176,27 @@ def build_parser() -> argparse.ArgumentParser:
                 type=int,
                 default=None,
                 metavar="N",
-                help="number of MPI ranks (starts mpiexec when not already inside an MPI job)",
+                help="number of MPI ranks (starts mpiexec when not already inside an MPI job; "
+                "default: 1, or the ranks of the MPI job it runs in)",
             )
     return parser
+
+
+def _name_subcommands(parser: argparse.ArgumentParser) -> None:
+    """Record on every (nested) subcommand parser its full name (``parvox recon osem``), which
+    :func:`main` puts before every error; the innermost subcommand's default wins."""
+    parser.set_defaults(_prog=parser.prog)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _name_subcommands(child)
+
+
+def _message(exc: ValueError) -> str:
+    """The line reporting a command-line error: ``argument NAME: ...`` when it names one."""
+    if isinstance(exc, ParameterError) and not isinstance(exc, UsageError):
+        return f"argument {exc.param}: {exc}"
+    return str(exc)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -165,7 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     module = _load(args.command)
-    prog = f"parvox {args.command}"
+    prog = getattr(args, "_prog", f"parvox {args.command}")
     nprocs = getattr(args, "nprocs", None)
     if nprocs is not None and nprocs < 1:
         _fail(f"{prog}: error: argument -n/--nprocs: must be >= 1, got {nprocs}")
@@ -174,7 +215,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         module.validate(args)  # on every rank inside a job, so all of them stop together
     except ValueError as exc:
         if not inside or comm.rank() == 0:
-            _fail(f"{prog}: error: {exc}")
+            _fail(f"{prog}: error: {_message(exc)}")
         raise SystemExit(2) from None
     if not inside and nprocs is not None and getattr(module, "PARALLEL", True):
         start = getattr(module, "launch", None)

@@ -1,14 +1,15 @@
-"""Helpers shared by the image subcommands: checking IN/OUT paths and choosing the layout."""
+"""Helpers shared by the subcommands: checking IN/OUT before any work, counts, the layout."""
 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 import numpy as np
 
 from parvox import io
 
-__all__ = ["add_in_out", "check_in_out", "slab_layout"]
+__all__ = ["add_in_out", "check_in", "check_out", "plural", "slab_layout"]
 
 
 def add_in_out(parser: argparse.ArgumentParser) -> None:
@@ -18,10 +19,10 @@ def add_in_out(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("output", metavar="OUT", help=f"output file ({exts})")
 
 
-def check_in_out(args: argparse.Namespace) -> tuple[tuple[int, ...], np.dtype]:
-    """Check ``IN`` (readable header) and ``OUT`` (extension, directory); return IN's shape, dtype.
+def check_in(args: argparse.Namespace) -> tuple[tuple[int, ...], np.dtype]:
+    """Check ``IN`` (a readable header); return its shape and dtype.
 
-    Raises :class:`parvox.cli.UsageError` naming ``IN`` or ``OUT``.
+    Raises :class:`parvox.cli.UsageError` naming ``IN``.
     """
     from parvox.cli import UsageError
 
@@ -31,11 +32,36 @@ def check_in_out(args: argparse.Namespace) -> tuple[tuple[int, ...], np.dtype]:
         raise UsageError("IN", str(exc)) from None
     if len(shape) == 0:
         raise UsageError("IN", f"{args.input}: a 0-d array is not an image")
+    return shape, dtype
+
+
+def check_out(
+    args: argparse.Namespace, dtype: Any = None, shape: tuple[int, ...] | None = None
+) -> str:
+    """Check ``OUT`` before any work (:func:`parvox.io.check_writable`: extension, existing
+    directory, and a format that holds a result of ``dtype`` and ``shape``); return its format.
+
+    Raises :class:`parvox.cli.UsageError` naming ``OUT``.
+    """
+    from parvox.cli import UsageError
+
     try:
-        io.check_writable(args.output)
+        return io.check_writable(args.output, dtype, shape, param="OUT")
     except ValueError as exc:
         raise UsageError("OUT", str(exc)) from None
-    return shape, dtype
+
+
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """``n`` and ``word`` in the number ``n`` asks for: every count the CLI prints goes here.
+
+    Examples
+    --------
+    >>> plural(1, "component"), plural(3, "iteration"), plural(2, "pyramid level")
+    ('1 component', '3 iterations', '2 pyramid levels')
+    >>> plural(0, "extent"), plural(1, "rank"), plural(2, "index", "indices")
+    ('0 extents', '1 rank', '2 indices')
+    """
+    return f"{n} {word if n == 1 else (words or word + 's')}"
 
 
 def slab_layout(shape: tuple[int, ...], nprocs: int, halo: int) -> dict[str, int]:

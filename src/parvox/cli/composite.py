@@ -12,6 +12,7 @@ import argparse
 
 import numpy as np
 
+from parvox import io
 from parvox.cli import UsageError
 
 HELP = "composite a stack of RGBA images front to back (radix-k swap reduction)"
@@ -53,6 +54,7 @@ def validate(args: argparse.Namespace) -> None:
         raise UsageError("--threads", f"must be >= 1, got {args.threads}")
     if not str(args.output).endswith(".npy"):
         raise UsageError("OUT.npy", f"must end in .npy, got {args.output}")
+    io.check_output_path(args.output, param="OUT.npy")
     shape, dtype = _header(args.input)
     if len(shape) != 4 or shape[-1] != 4 or 0 in shape:
         raise UsageError("IN.npy", f"must hold a (B, H, W, 4) RGBA stack, got shape {shape}")

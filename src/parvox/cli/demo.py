@@ -30,8 +30,9 @@ import os
 
 import numpy as np
 
+from parvox import io
 from parvox.cli import UsageError
-from parvox.cli._common import slab_layout
+from parvox.cli._common import plural, slab_layout
 
 __all__ = ["HELP", "add_arguments", "colour_labels", "make_cells", "run", "validate"]
 
@@ -54,8 +55,7 @@ def validate(args: argparse.Namespace) -> None:
         raise UsageError("--size", f"must be in 32..16384, got {args.size}")
     if not np.isfinite(args.sigma) or args.sigma <= 0:
         raise UsageError("--sigma", f"must be a finite number > 0, got {args.sigma}")
-    if os.path.exists(args.out) and not os.path.isdir(args.out):
-        raise UsageError("--out", f"{args.out} exists and is not a directory")
+    io.check_output_path(args.out, param="--out", directory=True)
 
 
 def make_cells(size: int, seed: int = 0) -> np.ndarray:
@@ -166,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
     table = timers.table()
     if root:
         print(
-            f"parvox demo: {args.size}x{args.size} image on {c.Get_size()} rank(s), "
+            f"parvox demo: {args.size}x{args.size} image on {plural(c.Get_size(), 'rank')}, "
             f"Gaussian sigma {args.sigma:g}, threshold {level:.3f}"
         )
         print(table)

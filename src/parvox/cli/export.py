@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from parvox import io
 from parvox.cli import UsageError
 from parvox.cli._volume_args import store_manifest
 
@@ -22,7 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def validate(args: argparse.Namespace) -> None:
-    """The store must exist and hold ``--levels`` levels; OUT must be new."""
+    """The store must exist and hold ``--levels`` levels; OUT must be new (or ``--overwrite``)
+    in an existing directory."""
     if not os.path.isdir(args.store):
         raise UsageError("STORE", f"{args.store} is not a directory")
     have = store_manifest(args.store).nlevels - 1
@@ -31,8 +33,7 @@ def validate(args: argparse.Namespace) -> None:
                                      f"levels; `parvox pyramid` adds more), got {args.levels}")
     if not args.output.rstrip("/").endswith(".zarr"):
         raise UsageError("OUT", f"must end in .zarr (e.g. out.ome.zarr), got {args.output!r}")
-    if os.path.exists(args.output) and not args.overwrite:
-        raise UsageError("OUT", f"{args.output} exists (use --overwrite to replace it)")
+    io.check_output_path(args.output, param="OUT", overwrite=args.overwrite, directory=True)
 
 
 def run(args: argparse.Namespace) -> int:

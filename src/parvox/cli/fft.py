@@ -1,8 +1,8 @@
 """``parvox fft IN OUT``: the 3-D FFT of a volume on disk, distributed over MPI ranks.
 
 The result equals ``numpy.fft.fftn`` of IN (``--inverse``: ``ifftn``; ``--real``: ``rfftn``,
-and with ``--inverse`` ``irfftn``) to rounding. Spectra are complex, so OUT is a ``.npy`` file
-unless the result is real (``--real --inverse``). ``--shape`` is NumPy's ``s=``: IN is cropped
+and with ``--inverse`` ``irfftn``) to rounding. Spectra are complex, so OUT is a ``.npy`` or TIFF
+file unless the result is real (``--real --inverse``); a PNG is refused before any work. ``--shape`` is NumPy's ``s=``: IN is cropped
 or zero-padded to it (for ``--real --inverse`` it is the real output's shape, by default
 ``2 * (last - 1)`` along the last axis, as NumPy). Rank 0 prints what it did and the time of
 the transform alone (barrier to barrier, without reading and writing). The transposes are
@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import argparse
 
+import numpy as np
+
 from parvox.cli import UsageError
-from parvox.cli._common import add_in_out, check_in_out
+from parvox.cli._common import add_in_out, check_in, check_out, plural
 
 __all__ = ["HELP", "add_arguments", "run", "validate"]
 
@@ -41,7 +43,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--norm", default="backward", help=f"one of {', '.join(_NORMS)} (as NumPy)")
     parser.add_argument(
         "--shape", type=int, nargs=3, default=None, metavar=("N0", "N1", "N2"),
-        help="lengths of the transformed axes (NumPy's s=): crop or zero-pad IN",
+        help="lengths of the transformed axes (NumPy's s=): crop or zero-pad IN (default: IN's "
+             "shape; for --real --inverse the last is 2 * (last - 1))",
     )
     parser.add_argument(
         "--decomposition", default="auto", help=f"one of {', '.join(_DECOMPOSITIONS)}"
@@ -72,7 +75,7 @@ def validate(args: argparse.Namespace) -> None:
             raise UsageError("--tile", f"expected an int >= 1 or 'auto', got {args.tile!r}") from None
         if args.tile < 1:
             raise UsageError("--tile", f"must be >= 1, got {args.tile}")
-    shape, dtype = check_in_out(args)
+    shape, dtype = check_in(args)
     if len(shape) != 3:
         raise UsageError("IN", f"{args.input}: a 3-D volume is needed, got shape {shape}")
     if dtype.kind not in "biufc":
@@ -81,9 +84,24 @@ def validate(args: argparse.Namespace) -> None:
         raise UsageError("IN", f"{args.input}: --real needs real input, got {dtype}")
     if args.real and args.inverse and args.shape is None and shape[2] < 2:
         raise UsageError("--shape", "IN's last axis has length 1: give the real output's shape")
-    real_out = args.real and args.inverse
-    if not real_out and not args.output.lower().endswith(".npy"):
-        raise UsageError("OUT", f"{args.output}: the {_kind(args)} result is complex; write .npy")
+    check_out(args, *_result(args, shape, dtype))
+
+
+def _result(
+    args: argparse.Namespace, shape: tuple[int, ...], dtype: np.dtype
+) -> tuple[np.dtype, tuple[int, ...]]:
+    """The dtype and shape the transform will write (NumPy's), known before it runs."""
+    single = dtype in (np.float32, np.complex64)
+    if args.real and args.inverse:
+        out = np.dtype(np.float32 if single else np.float64)
+        last = 2 * (shape[-1] - 1)
+    else:
+        out = np.dtype(np.complex64 if single else np.complex128)
+        last = shape[-1]
+    s = tuple(args.shape) if args.shape is not None else (*shape[:-1], last)
+    if args.real and not args.inverse:
+        s = (*s[:-1], s[-1] // 2 + 1)
+    return out, s
 
 
 def run(args: argparse.Namespace) -> int:
@@ -106,5 +124,5 @@ def run(args: argparse.Namespace) -> int:
     io.write_distributed(out, args.output)
     if c.Get_rank() == 0:
         print(f"parvox fft: {_kind(args)} {shape} {dtype} -> {out.shape} {out.dtype}, "
-              f"{c.Get_size()} rank{'s' if c.Get_size() > 1 else ''}, {seconds:.3f} s", flush=True)
+              f"{plural(c.Get_size(), 'rank')}, {seconds:.3f} s", flush=True)
     return 0

@@ -16,7 +16,8 @@ The result equals the ``scipy.ndimage`` function applied to the whole array, bit
 As in scipy, filters keep the input's dtype, the binary operations give ``bool`` and the
 distance ``float64``; ``--dtype float32`` converts the input first (useful for ``sobel`` of an
 8-bit PNG, whose uint8 result would wrap). PNG output holds integers and booleans only, so a
-float result must go to ``.npy`` or ``.tif``; that is checked before anything runs.
+float result must go to ``.npy`` or ``.tif``; that is checked before anything runs. Rank 0
+prints one summary line: input, operation, shape, output, ranks and the filter's time.
 
 Examples
 --------
@@ -36,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from parvox.cli import UsageError
-from parvox.cli._common import add_in_out, check_in_out, slab_layout
+from parvox.cli._common import add_in_out, check_in, check_out, plural, slab_layout
 from parvox.distarray import MODES, parse_boundary_mode
 
 __all__ = ["HELP", "OPS", "add_arguments", "run", "validate"]
@@ -146,19 +147,19 @@ def validate(args: argparse.Namespace) -> None:
             raise UsageError("--dtype", f"not a NumPy dtype: {args.dtype!r}") from None
         if dtype.kind not in "biuf":
             raise UsageError("--dtype", f"must be a bool, integer or float dtype, got {dtype}")
-    shape, in_dtype = check_in_out(args)
+    shape, in_dtype = check_in(args)
     if not -len(shape) <= args.axis < len(shape):
         raise UsageError(
             "--axis",
             f"must be in [-{len(shape)}, {len(shape)}) for IN's {len(shape)} axes, got {args.axis}",
         )
-    out_dtype = _out_dtype(args.op, dtype or in_dtype)
-    if args.output.lower().endswith(".png") and out_dtype.kind in "fc":
-        raise UsageError(
-            "OUT",
-            f"{args.output}: the result is {out_dtype} and PNG holds integers and booleans "
-            "only; write .npy or .tif",
-        )
+    check_out(args, _out_dtype(args.op, dtype or in_dtype), shape)
+
+
+def _describe(args: argparse.Namespace) -> str:
+    """The operation and the parameters it took: ``median (size 5, mode nearest)``."""
+    params = ", ".join(f"{p} {getattr(args, p)}" for p in OPS[args.op])
+    return f"{args.op} ({params})" if params else args.op
 
 
 def _apply(d: Any, args: argparse.Namespace) -> Any:
@@ -189,14 +190,29 @@ def _apply(d: Any, args: argparse.Namespace) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Read IN, filter it on every rank, write OUT; collective."""
+    """Read IN, filter it on every rank, write OUT; rank 0 prints a summary; collective.
+
+    The time is the filter's alone (barrier to barrier, without reading and writing).
+    """
+    import time
+
+    from mpi4py import MPI
+
     from parvox import comm, io
 
     c = comm.world()
-    shape, _ = io.image_info(args.input)
+    shape, dtype = io.image_info(args.input)
     # halos reach as many blocks as they need: one slab per rank
     d = io.read_distributed(args.input, comm=c, **slab_layout(shape, c.Get_size(), 1))
     if args.dtype is not None:
         d = d.astype(args.dtype)
-    io.write_distributed(_apply(d, args), args.output)
+    c.Barrier()
+    t0 = time.perf_counter()
+    out = _apply(d, args)
+    seconds = c.allreduce(time.perf_counter() - t0, op=MPI.MAX)
+    io.write_distributed(out, args.output)
+    if c.Get_rank() == 0:
+        print(f"parvox filter: {args.input} {shape} {dtype} -> {_describe(args)} -> "
+              f"{args.output} {out.dtype}, {plural(c.Get_size(), 'rank')}, {seconds:.3f} s",
+              flush=True)
     return 0

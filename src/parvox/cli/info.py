@@ -7,6 +7,7 @@ import json
 import os
 
 from parvox.cli import UsageError
+from parvox.cli._common import plural
 
 HELP = "describe a volume store: shape, dtype, spacing, extents, disks, size on disk"
 PARALLEL = False
@@ -71,11 +72,11 @@ def run(args: argparse.Namespace) -> int:
     print(f"dtype        {d['dtype']}" + (" RGB" if d["channels"] == 3 else ""))
     print(f"spacing      {tuple(d['spacing_mm'])} mm")
     print(f"extent       {tuple(d['extent'])} + overlap {d['overlap']}, "
-          f"{tuple(d['extents'])} = {d['extent_count']} extents")
+          f"{tuple(d['extents'])} = {plural(d['extent_count'], 'extent')}")
     print(f"disks        {d['disks']} (DiskOffsetY {d['disk_offset_y']}, "
           f"DiskOffsetZ {d['disk_offset_z']})")
     print(f"codec        {d['codec']}")
     levels = ", ".join("x".join(map(str, s)) for s in d["levels"]) or "none"
-    print(f"pyramid      {len(d['levels'])} levels: {levels}")
+    print(f"pyramid      {plural(len(d['levels']), 'level')}: {levels}")
     print(f"size on disk {d['size_on_disk']} bytes ({gib:.3f} GiB)")
     return 0

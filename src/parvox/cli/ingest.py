@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import os
 
+from parvox import io
 from parvox.cli import UsageError
+from parvox.cli._common import plural
 from parvox.cli._volume_args import (
     add_store_options,
     check_disk_map,
@@ -49,13 +51,20 @@ def validate(args: argparse.Namespace) -> None:
     args.offsets_t = (0, 0)
     if args.offsets is not None:
         args.offsets_t = tuple(int_list(args.offsets, "--offsets", 2))
+        from parvox.volume.layout import Layout
+
+        try:  # the layout's own rule (each offset prime to K), on a stand-in shape
+            Layout((1, 1, 1), args.extent_t, args.disks, *args.offsets_t)
+        except ValueError as exc:
+            raise UsageError("--offsets", f"{exc} (--disks {args.disks})") from None
     args.dirs = None if args.disk_dirs is None else args.disk_dirs.split(",")
     if args.dirs is not None and len(args.dirs) != args.disks:
         raise UsageError("--disk-dirs", f"expected {args.disks} directories, got {len(args.dirs)}")
     if not os.path.exists(args.source):
         raise UsageError("SRC", f"{args.source} does not exist")
-    if os.path.exists(args.store) and not args.overwrite:
-        raise UsageError("STORE", f"{args.store} exists (use --overwrite to replace it)")
+    io.check_output_path(args.store, param="STORE", overwrite=args.overwrite, directory=True)
+    for folder in args.dirs or ():
+        io.check_output_path(folder, param="--disk-dirs", directory=True)
     check_disk_map(args.map, args.disks, args)
     shape = None
     if args.levels > 0:  # the source's shape bounds --levels (its header only)
@@ -86,6 +95,6 @@ def run(args: argparse.Namespace) -> int:
 
         m = VolumeStore(path).meta
         print(f"parvox ingest: wrote {path}: shape {m.shape}, {m.dtype} x{m.channels}, "
-              f"{m.layout.count} extents on {m.ndisks} disks, codec {m.codec}, "
-              f"{len(m.levels)} pyramid levels")
+              f"{plural(m.layout.count, 'extent')} on {plural(m.ndisks, 'disk')}, "
+              f"codec {m.codec}, {plural(len(m.levels), 'pyramid level')}")
     return 0

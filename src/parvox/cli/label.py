@@ -1,10 +1,14 @@
-"""``parvox label IN OUT``: connected components of the nonzero voxels, distributed over ranks.
+"""``parvox label IN OUT``: connected components of the foreground, distributed over ranks.
 
-The labels, their numbering included, equal ``scipy.ndimage.label`` of the whole array with the
-structure ``scipy.ndimage.generate_binary_structure(ndim, connectivity)`` (connectivity 1 = faces
-only, the scipy default; ``ndim`` = every neighbour). Labels are written as int32 to ``.npy`` and
-``.tif``; a ``.png`` output holds them as 16-bit grey, so it needs at most 65535 components. The
-number of components is printed.
+The foreground is every nonzero voxel, or with ``--threshold T`` every voxel whose value is
+greater than ``T``. The labels, their numbering included, equal ``scipy.ndimage.label`` of the
+foreground with the structure ``scipy.ndimage.generate_binary_structure(ndim, connectivity)``
+(connectivity 1 = faces only, the scipy default; ``ndim`` = every neighbour). Labels are written
+as int32 to ``.npy`` and ``.tif``; a ``.png`` output holds them as 16-bit grey, so it needs a 2-D
+image and at most 65535 components. IN must be grey: an RGB(A) PNG is refused before any work
+(convert it to grey first). The number of components is printed, and, when IN is not binary
+(values other than 0 and one foreground value) and no ``--threshold`` was given, how it was
+thresholded.
 
 Examples
 --------
@@ -12,18 +16,23 @@ Examples
 
     $ parvox label mask.png labels.png --connectivity 2 -n 4
     parvox label: 37 components
+    $ parvox label cells.png labels.png --threshold 128
+    parvox label: 12 components (foreground: values > 128)
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+from typing import Any
 
 from parvox.cli import UsageError
-from parvox.cli._common import add_in_out, check_in_out, slab_layout
+from parvox.cli._common import add_in_out, check_in, check_out, plural, slab_layout
 
 __all__ = ["HELP", "add_arguments", "run", "validate"]
 
-HELP = "label the connected components of an image or volume (nonzero = foreground)"
+HELP = ("label the connected components of an image or volume (foreground: nonzero, or "
+        "values > --threshold)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,20 +45,57 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="C",
         help="1 (faces, default) .. ndim (faces, edges and corners)",
     )
+    parser.add_argument(
+        "--threshold", type=float, default=None, metavar="T",
+        help="foreground = values > T (default: every nonzero value)",
+    )  # fmt: skip
 
 
 def validate(args: argparse.Namespace) -> None:
     """Check the command line without touching MPI; raise :class:`UsageError`."""
+    import numpy as np
+
+    from parvox import io
+
     if args.connectivity < 1:
         raise UsageError("--connectivity", f"must be >= 1, got {args.connectivity}")
-    shape, dtype = check_in_out(args)
+    if args.threshold is not None and not math.isfinite(args.threshold):
+        raise UsageError("--threshold", f"must be a finite number, got {args.threshold}")
+    shape, dtype = check_in(args)
+    if io.image_format(args.input) == "png" and len(shape) == 3:
+        raise UsageError(
+            "IN", f"{args.input}: a colour PNG ({shape[2]} channels) cannot be labelled; "
+            "convert it to a grey or binary image first"
+        )  # fmt: skip
+    if dtype.kind == "c":
+        raise UsageError("IN", f"{args.input}: complex data cannot be labelled")
     if args.connectivity > len(shape):
         raise UsageError(
             "--connectivity",
             f"must be in 1..{len(shape)} for IN's {len(shape)} axes, got {args.connectivity}",
         )
-    if dtype.kind == "c":
-        raise UsageError("IN", f"{args.input}: complex data cannot be labelled")
+    check_out(args, np.dtype(np.int32), shape)
+
+
+def _foreground(d: Any, threshold: float | None) -> tuple[Any, str | None]:
+    """The image to label and, when IN is not binary and no threshold was given, a note on how
+    it was thresholded (every nonzero value is foreground)."""
+    import numpy as np
+    from mpi4py import MPI
+
+    if threshold is not None:
+        mask = d.like(bool)
+        for src, dst in zip(d.blocks, mask.blocks, strict=True):
+            dst.core[...] = src.core > threshold
+        return mask, None
+    if d.dtype == np.bool_:
+        return d, None
+    lo, hi = d.minmax()
+    binary = all(bool(np.all((core == 0) | (core == hi))) for core in d.cores())
+    if lo >= 0 and d.comm.allreduce(binary, op=MPI.LAND):
+        return d, None
+    return d, (f"IN is not binary (values {lo:g}..{hi:g}): foreground = every nonzero value; "
+               "give --threshold T for values > T")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,9 +107,13 @@ def run(args: argparse.Namespace) -> int:
     c = comm.world()
     shape, _ = io.image_info(args.input)
     d = io.read_distributed(args.input, comm=c, **slab_layout(shape, c.Get_size(), 1))
+    fg, note = _foreground(d, args.threshold)
     structure = generate_binary_structure(len(shape), args.connectivity)
-    labels, n = ndimage.label(d, structure=structure)
+    labels, n = ndimage.label(fg, structure=structure)
     io.write_distributed(labels, args.output)
     if c.Get_rank() == 0:
-        print(f"parvox label: {n} components", flush=True)
+        if note is not None:
+            print(f"parvox label: {note}", flush=True)
+        how = "" if args.threshold is None else f" (foreground: values > {args.threshold:g})"
+        print(f"parvox label: {plural(int(n), 'component')}{how}", flush=True)
     return 0

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import os
 
+from parvox import io
 from parvox.cli import UsageError
 from parvox.cli._volume_args import (
     add_store_options,
@@ -42,8 +42,8 @@ def validate(args: argparse.Namespace) -> None:
                                      ("--disks", args.disks, 1)):
             if value != default:
                 raise UsageError(flag, "only for a store, not a .npy output")
-    if os.path.exists(args.output) and not args.overwrite:
-        raise UsageError("OUT", f"{args.output} exists (use --overwrite to replace it)")
+    store = not args.output.lower().endswith(".npy")
+    io.check_output_path(args.output, param="OUT", overwrite=args.overwrite, directory=store)
 
 
 def run(args: argparse.Namespace) -> int:

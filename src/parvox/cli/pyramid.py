@@ -6,6 +6,7 @@ import argparse
 import os
 
 from parvox.cli import UsageError
+from parvox.cli._common import plural
 from parvox.cli._volume_args import check_disk_map, store_manifest
 
 HELP = "add pyramid levels 1..L (2**k block means) to a volume store, atomically"
@@ -48,6 +49,6 @@ def run(args: argparse.Namespace) -> int:
     meta = build_pyramid(args.store, args.levels, dmap, progress=not args.no_progress, comm=c)
     if c.Get_rank() == 0:
         shapes = ", ".join("x".join(map(str, lv.shape)) for lv in meta.levels) or "none"
-        print(f"parvox pyramid: {args.store}: {len(meta.levels)} levels above "
+        print(f"parvox pyramid: {args.store}: {plural(len(meta.levels), 'level')} above "
               f"{'x'.join(map(str, meta.shape))}: {shapes}")
     return 0

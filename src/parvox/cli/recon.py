@@ -26,7 +26,9 @@ import math
 import os
 from typing import Any
 
+from parvox import io
 from parvox.cli import UsageError
+from parvox.cli._common import plural
 from parvox.cli._volume_args import int_triple
 
 __all__ = ["HELP", "add_arguments", "run", "validate"]
@@ -125,8 +127,7 @@ def _validate_simulate(args: argparse.Namespace) -> None:
         raise UsageError("--phantom", f"neither a phantom ({', '.join(PHANTOMS)}) nor an "
                                       f"existing image file: {args.phantom!r}")
     out = args.output
-    if os.path.exists(out) and not os.path.isdir(out):
-        raise UsageError("OUT", f"{out} exists and is not a directory")
+    io.check_output_path(out, param="OUT", directory=True)
     if os.path.isdir(out) and os.listdir(out) and not args.overwrite:
         what = "an acquisition" if os.path.exists(os.path.join(out, MANIFEST)) else "not empty"
         raise UsageError("OUT", f"{out} is {what} (use --overwrite to replace it)")
@@ -254,7 +255,7 @@ def _simulate(args: argparse.Namespace) -> int:
     if root:
         info = acq.info
         print(f"  {info['decays']} decays -> {info['events']} events ({info['trues']} trues, "
-              f"{info['randoms']} randoms) in {elapsed:.2f} s on {c.Get_size()} rank(s)")
+              f"{info['randoms']} randoms) in {elapsed:.2f} s on {plural(c.Get_size(), 'rank')}")
         print(f"  wrote {args.output}/ (acquisition.json, events.lm, truth.npy, labels.npy"
               + (", mu.npy" if info["attenuation"] else "") + ")")
     return 0
@@ -286,13 +287,13 @@ def _osem(args: argparse.Namespace) -> int:
     t = comm.Timers(c)
     if root:
         print(f"parvox recon osem: {args.n_events} events, {acq.scanner.describe()}")
-        print(f"  grid {acq.grid.shape} of {_mm(acq.grid.voxel_size)} mm, {args.subsets} subsets"
-              f" x {args.iterations} iterations, "
+        print(f"  grid {acq.grid.shape} of {_mm(acq.grid.voxel_size)} mm, "
+              f"{plural(args.subsets, 'subset')} x {plural(args.iterations, 'iteration')}, "
               + (f"post-filter {args.postfilter:g} mm FWHM" if args.postfilter > 0
                  else "no post-filter")
               + f", {args.method}, mode {args.mode}"
               + (f" (progress {args.progress})" if args.mode == "overlap" else "")
-              + f", {c.Get_size()} rank(s)")
+              + f", {plural(c.Get_size(), 'rank')}")
     with t("sensitivity"):
         a, path, cached = cached_sensitivity(acq.directory, acq.scanner, acq.grid,
                                              method=args.method, mu=mu,

@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from parvox import io
 from parvox.cli import UsageError
+from parvox.cli._common import plural
 from parvox.cli._volume_args import check_disk_map, store_disks
 from parvox.errors import ParameterError
 
@@ -75,6 +77,7 @@ def validate(args: argparse.Namespace) -> None:
             raise UsageError("--level", f"the store has levels 0..{top}, got {args.level_k}")
     if not args.output.lower().endswith((".png", ".npy")):
         raise UsageError("-o", f"output must end in .png or .npy, got {args.output!r}")
+    io.check_output_path(args.output, param="-o/--output")
     if args.map is not None:
         check_disk_map(args.map, store_disks(args.store), args)
 
@@ -108,5 +111,5 @@ def run(args: argparse.Namespace) -> int:
         else:
             fh.write(encode_image(display_pixels(img), "png"))
     print(f"parvox slice: wrote {args.output} ({img.shape[0]}x{img.shape[1]}, "
-          f"{extents} extents, level {level})")
+          f"{plural(int(extents or 0), 'extent')}, level {level})")
     return 0

@@ -26,6 +26,7 @@ import re
 import sys
 
 from parvox.cli import UsageError
+from parvox.cli._common import plural
 
 __all__ = ["HELP", "add_arguments", "run", "validate"]
 
@@ -43,7 +44,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     translate.add_argument(
         "-o", "--output", metavar="OUT", default=None, help="output file (default: stdout)"
     )
-    run_ = actions.add_parser("run", help="check, translate and run the program on N ranks")
+    run_ = actions.add_parser(
+        "run", help="check, translate and run the program on N ranks",
+        usage="%(prog)s [-h] PROG [-n N] [-- ARGS ...]",
+    )  # fmt: skip
     run_.add_argument(
         "-n",
         "--nprocs",
@@ -141,7 +145,7 @@ def validate(args: argparse.Namespace) -> None:
 
             sys.stderr.write(format_all(analysis.diagnostics, args.program, text) + "\n")
         errors = sum(d.severity == "error" for d in analysis.diagnostics)
-        raise UsageError("PROG", f"{args.program}: {errors} error(s) in its #$spmd directives")
+        raise UsageError("PROG", f"{args.program}: {plural(errors, 'error')} in its #$spmd directives")
 
 
 def _warnings(path: str) -> None:
@@ -170,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
             print(format_all(analysis.diagnostics, args.program, text))
             errors = sum(d.severity == "error" for d in analysis.diagnostics)
             warnings = len(analysis.diagnostics) - errors
-            print(f"{args.program}: {errors} error(s), {warnings} warning(s)")
+            print(f"{args.program}: {plural(errors, 'error')}, {plural(warnings, 'warning')}")
             return 2 if errors else 0
         print(f"{args.program}: no problems found")
         return 0

@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from parvox import io
 from parvox.cli import UsageError
 
 HELP = "trace streamlines through a block-decomposed vector field (neighbourhood exchange)"
@@ -60,6 +61,7 @@ def validate(args: argparse.Namespace) -> None:
         raise UsageError("--arrivals", f"must be >= 1, got {args.arrivals}")
     if not str(args.output).endswith(".npy"):
         raise UsageError("-o/--output", f"must end in .npy, got {args.output}")
+    io.check_output_path(args.output, param="-o/--output")
     if args.field != "abc" and not str(args.field).endswith(".npy"):
         raise UsageError("--field", f"must be 'abc' or a .npy file, got {args.field}")
     if args.field != "abc":

@@ -7,6 +7,7 @@ import os
 import sys
 
 from parvox.cli import UsageError
+from parvox.cli._common import plural
 from parvox.cli._volume_args import check_disk_map, store_disks
 
 HELP = "verify every extent checksum of a store (all levels); exit 1 naming each bad extent"
@@ -53,9 +54,10 @@ def run(args: argparse.Namespace) -> int:
     for line in lines:
         sys.stdout.write(f"BAD {line}\n")
     if lines:
-        print(f"parvox verify: {len(lines)} of {total} extents are corrupted")
+        verb = "is" if len(lines) == 1 else "are"
+        print(f"parvox verify: {len(lines)} of {plural(int(total or 0), 'extent')} {verb} corrupted")
     else:
-        print(f"parvox verify: all {total} extents OK")
+        print(f"parvox verify: all {plural(int(total or 0), 'extent')} OK")
     code = 1 if lines else 0
     c.bcast(code, root=0)
     return code

@@ -1,0 +1,271 @@
+"""Every ```python block of README.md and docs/*.md runs, and shows what it claims.
+
+The blocks of one page run in order in one namespace (a page's later blocks build on its
+earlier ones), in a fresh working directory, on every rank of an MPI job: at 1 rank, and at 3
+ranks too when the page uses MPI (mpi4py or a distributed part of parvox). The pages run in
+the harness's batched launches (:func:`parvox.testing.mpi_test`), one body per page.
+
+What a block claims is checked:
+
+- ``expr  # -> value``: the expression's value must equal ``value`` (its ``repr``, or the
+  value of ``value`` as Python);
+- lines in doctest form (``>>> expr`` and the output below it) are run by :mod:`doctest`;
+- ``assert`` statements hold (on the ranks that run them);
+- at several ranks, only rank 0 prints (a block that prints the same line on every rank is
+  a defect);
+- a page's own checks in :data:`CHECKS` (e.g. io.md's TIFF is not all zero).
+
+A block preceded by ``<!-- skip: reason -->`` is not run: for blocks that need a server, a
+large data set or a file the reader brings. Blocks that do not run yet are listed in
+:data:`NOT_YET` with what is missing; each shows up as a skipped item naming it.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import doctest
+import io
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from parvox.testing import mpi_test
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+_FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
+_SKIP = re.compile(r"<!--\s*skip:\s*(.+?)\s*-->\s*$")
+_CLAIM = re.compile(r"^(?P<code>[^#\n]*?\S)[ \t]*#[ \t]*->[ \t]*(?P<value>.+?)[ \t]*$")
+#: a page that uses MPI runs at 3 ranks too
+_USES_MPI = re.compile(
+    r"\bmpi4py\b|\bparvox\.(distarray|collectives|comm|blocks|dataflow|fft|ndimage|io|loops|"
+    r"solvers|recon|slicing|server|compositing|particles|volume|spmd)\b|"
+    r"from parvox import"
+)
+
+#: names and files a page's prose assumes, made before its blocks run (on every rank)
+PRELUDES: dict[str, str] = {
+    "docs/io.md": (
+        "import numpy as _np\n"
+        "from mpi4py import MPI as _MPI\n"
+        "if _MPI.COMM_WORLD.rank == 0:\n"
+        "    _np.save('volume.npy', _np.random.default_rng(0).random((40, 17, 30)))\n"
+        "_MPI.COMM_WORLD.Barrier()\n"
+    ),
+}
+
+#: checks of what a page claims that its blocks do not assert themselves (run on every rank)
+CHECKS: dict[str, str] = {
+    "docs/io.md": (
+        "from mpi4py import MPI as _MPI\n"
+        "_MPI.COMM_WORLD.Barrier()\n"
+        "import numpy as _np\n"
+        "from parvox.io import read_image as _read\n"
+        "_t, _m = _read('median.tif'), _np.load('median.npy')\n"
+        "assert _t.dtype == _np.uint16 and _t.max() > 1000, ('median.tif', _t.dtype, _t.max())\n"
+        "assert _np.array_equal(_t, _np.rint(_m * 65535)), 'median.tif is not median.npy scaled'\n"
+    ),
+}
+
+#: (page, a line of the block) -> what it lacks to run; the lead turns these into runnable
+#: blocks (or a ``<!-- skip: reason -->`` where a block needs a server or big data)
+NOT_YET: dict[tuple[str, str], str] = {
+    ("docs/blocks.md", "from parvox.blocks import Master, RegularDecomposer"):
+        "fragment: make_block and use are undefined",
+    ("docs/blocks.md", "from parvox.blocks import merge_reduce, swap_reduce, reduce"):
+        "fragment: master, op, item, arrays, partners, something are undefined",
+    ("docs/collectives.md", "total = coll.allreduce(local_image"):
+        "fragment: local_image, vec, c_l, read_and_project, n_chunks, P are undefined",
+    ("docs/collectives.md", "comm = Intracomm(MPI.COMM_WORLD"): "fragment: buf, x, y are undefined",
+    ("docs/collectives.md", "blobs = tiles.pipelined_gather("):
+        "fragment: n_blocks, compress, block are undefined",
+    ("docs/collectives.md", "owner = labels % MPI.COMM_WORLD.size"):
+        "fragment: labels, values are undefined",
+    ("docs/compositing.md", "master = Master(nimages)"): "fragment: nimages, img, images undefined",
+    ("docs/dataflow.md", "split=lambda n: (Token(i % 4,"):
+        "Token(i % 4, ...) sends to ranks 0..3: fails at fewer than 4 ranks",
+    ("docs/fft.md", "plan = fft.DistFFT((256, 256, 256)"): "a 256^3 plan: too big for the test",
+    ("docs/omezarr.md", "export_ome_zarr(\"vh.store\""): "needs the store vh.store",
+    ("docs/particles.md", "assert (ends == trace_serial("):
+        "ends is rank 0's only (None elsewhere), but every rank asserts on it",
+    ("docs/pyramid.md", "build_pyramid(\"vh.store\", 3)"): "needs the store vh.store",
+    ("docs/pyramid.md", "with SliceEngine(\"vh.store\")"): "needs the store vh.store and a plane",
+    ("docs/recon.md", "scanner = recon.Scanner.preset"):
+        "simulates 2e6 counts (slow) and prints on every rank",
+    ("docs/server.md", "run_server(\"store\""): "starts a server",
+    ("docs/slicing.md", "with SliceEngine(\"vh.store\")"): "needs the store vh.store",
+    ("docs/solvers.md", "u, info = poisson(f, spacing=h"): "fragment: f and h are undefined",
+    ("docs/spmd-directives.md", "#$spmd init"): "needs in.npy",
+    ("docs/spmd-directives.md", "...the code to time"): "pseudo-code",
+    ("docs/spmd-directives.md", "area[y, x] = img[y, x]"): "fragment: rows, cols, img, a, b",
+    ("docs/spmd-directives.md", "total = hist.copy()"): "fragment: hist is undefined",
+    ("docs/spmd-directives.md", "spmd.r2a_part(img, halo=1)"): "fragment: spmd, img undefined",
+    ("docs/spmd.md", "results = dodyn(200, expensive"):
+        "fragment: expensive, image, render_row are undefined",
+    ("docs/spmd.md", "for i in pipe(y, range(1, len(y))"): "fragment: y, a, x are undefined",
+    ("docs/spmd.md", "for rows, cols in pipe_tiles(s,"): "fragment: s, n, m, a, b undefined",
+    ("docs/spmd.md", "collectives.configure(comm,"): "fragment: comm is undefined",
+    ("docs/spmd.md", "def read_header(path): ..."): "fragment: prints on every rank",
+    ("docs/spmd.md", "@mpi_test(ranks=(1, 2, 3, 4)"): "a pytest test, not a script",
+    ("docs/volume.md", "ingest(\"ct.nii.gz\""): "needs ct.nii.gz and a TIFF folder",
+}
+
+
+@dataclass(frozen=True)
+class Block:
+    """One ```python block: its page (relative to the repository), first line and code."""
+
+    page: str
+    line: int
+    code: str
+    skip: str | None
+
+
+def page_blocks(path: Path) -> list[Block]:
+    """The python blocks of ``path``, in order."""
+    text = path.read_text(encoding="utf-8")
+    page = path.relative_to(ROOT).as_posix()
+    out = []
+    for m in _FENCE.finditer(text):
+        before = text[: m.start()]
+        prev = before.rstrip().splitlines()[-1] if before.strip() else ""
+        skip = _SKIP.search(prev)
+        line = before.count("\n") + 2  # the first line of code
+        out.append(Block(page, line, m.group(1), skip.group(1) if skip else None))
+    return out
+
+
+def not_yet(block: Block) -> str | None:
+    """Why ``block`` does not run yet (an entry of :data:`NOT_YET`), or None."""
+    for (page, line), why in NOT_YET.items():
+        if page == block.page and line in block.code:
+            return why
+    return None
+
+
+def _with_claims(code: str) -> str:
+    """``code`` with each ``expr  # -> value`` line turned into a check of the value."""
+    lines = code.splitlines()
+    for i, text in enumerate(lines):
+        m = _CLAIM.match(text)
+        if m is None:
+            continue
+        expr = m.group("code").strip()
+        try:
+            ast.parse(expr, mode="eval")
+        except SyntaxError:
+            continue  # not a one-line expression: a comment that happens to hold an arrow
+        indent = text[: len(text) - len(text.lstrip())]
+        lines[i] = f"{indent}__claim__(({expr}), {m.group('value')!r})"
+    return "\n".join(lines) + "\n"
+
+
+def _claim(value: Any, shown: str) -> None:
+    if repr(value) == shown or str(value) == shown:
+        return
+    try:
+        if value == eval(shown, {}):
+            return
+    except Exception:
+        pass
+    raise AssertionError(f"the docs show {shown}, the code gives {value!r}")
+
+
+def _run_block(block: Block, ns: dict[str, Any]) -> None:
+    if ">>> " in block.code:
+        test = doctest.DocTestParser().get_doctest(block.code, ns, block.page, block.page,
+                                                   block.line - 1)
+        runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+        out = io.StringIO()
+        if runner.run(test, out=out.write).failed:
+            raise AssertionError(out.getvalue())
+        return
+    code = "\n" * (block.line - 1) + _with_claims(block.code)  # tracebacks give the doc's lines
+    exec(compile(code, str(ROOT / block.page), "exec"), ns)
+
+
+def run_page(page: str) -> None:
+    """Run the blocks of ``page`` on every rank of the job (a body of :func:`mpi_test`)."""
+    from mpi4py import MPI
+
+    world = MPI.COMM_WORLD
+    where = world.bcast(tempfile.mkdtemp(prefix="parvox-doc-") if world.rank == 0 else None)
+    os.chdir(where)  # the harness puts the working directory back
+    ns: dict[str, Any] = {"__name__": "__main__", "__claim__": _claim}
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(PRELUDES.get(page, ""), ns)
+        for block in page_blocks(ROOT / page):
+            if block.skip or not_yet(block):
+                continue
+            try:
+                _run_block(block, ns)
+            except Exception as exc:
+                raise AssertionError(
+                    f"{page}: the block at line {block.line} failed on rank {world.rank} of "
+                    f"{world.size}: {type(exc).__name__}: {exc}"
+                ) from exc
+        exec(CHECKS.get(page, ""), ns)
+    if world.size > 1 and world.rank != 0 and printed.getvalue():
+        raise AssertionError(f"{page}: rank {world.rank} printed (only rank 0 should):\n"
+                             f"{printed.getvalue()}")
+    world.Barrier()
+    if world.rank == 0:
+        shutil.rmtree(where, ignore_errors=True)
+
+
+def _runs(page: Path) -> list[Block]:
+    return [b for b in page_blocks(page) if not b.skip and not not_yet(b)]
+
+
+# one body per page with blocks to run, at 1 rank, and at 3 where the page uses MPI
+for _page in PAGES:
+    _blocks = _runs(_page)
+    if not _blocks:
+        continue
+    _rel = _page.relative_to(ROOT).as_posix()
+    _ranks = (1, 3) if any(_USES_MPI.search(b.code) for b in _blocks) else (1,)
+    _name = "test_blocks_of_" + re.sub(r"\W", "_", _rel.removeprefix("docs/").removesuffix(".md"))
+
+    def _body(page: str = _rel) -> None:
+        run_page(page)
+
+    _body.__name__ = _body.__qualname__ = _name
+    _body.__doc__ = f"The python blocks of {_rel} run and show what they claim."
+    globals()[_name] = mpi_test(ranks=_ranks, timeout=120)(_body)
+
+_WAITING = [(b, why) for p in PAGES for b in page_blocks(p) if (why := b.skip or not_yet(b))]
+
+
+@pytest.mark.parametrize(
+    ("block", "why"), _WAITING, ids=[f"{b.page}:{b.line}" for b, _ in _WAITING]
+)
+def test_blocks_not_run(block, why):
+    """Each block that is not run shows up here with its reason."""
+    pytest.skip(f"{block.page}:{block.line}: {why}")
+
+
+def test_every_page_is_seen():
+    """The parser finds the blocks (a fence it missed would silently go untested)."""
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        assert len(page_blocks(page)) == len(re.findall(r"^```python", text, re.M)), page
+
+
+def test_claims_are_checked():
+    """``# -> value`` comments become checks, which fail on a wrong value."""
+    ns: dict[str, Any] = {"__claim__": _claim}
+    exec(_with_claims("x = 2\nx + 1  # -> 3\n(x, 'a')  # -> (2, 'a')\n"), ns)
+    with pytest.raises(AssertionError, match="the docs show 4"):
+        exec(_with_claims("x = 2\nx + 1  # -> 4\n"), ns)
+    block = Block("t.md", 1, ">>> 1 + 1\n3\n", None)
+    with pytest.raises(AssertionError):
+        _run_block(block, {})
