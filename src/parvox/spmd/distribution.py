@@ -839,10 +839,10 @@ class _Flow:
                 return
             self.say(
                 sub or name, key,
-                f"cannot tell which rows `{what}` reads in the {word} loop (each rank holds "
-                f"{st.describe()} of `{n}`): if it reaches other rows, send all of it with "
-                f"`#$spmd a2a[E: {n}]` before line {line}; `parvox spmd run --verify` compares "
-                "the parallel run with the serial one",
+                f"cannot tell which rows `{what}` reads in the {word} loop (`{n}` is "
+                f"{st.describe()} here): if it reaches other rows, send all of it with "
+                f"`#$spmd {'r2a' if st.root else 'a2a'}[E: {n}]` before line {line}; "
+                "`parvox spmd run --verify` compares the parallel run with the serial one",
                 "note",
             )
             return
