@@ -203,8 +203,20 @@ def _offset(index: ast.expr | None, var: str) -> int | None:
     return None
 
 
+def _wraps(index: ast.expr | None, var: str) -> bool:
+    """Whether ``index`` is ``(var + k) % n``: a neighbour row taken cyclically."""
+    return (
+        isinstance(index, ast.BinOp)
+        and isinstance(index.op, ast.Mod)
+        and _offset(index.left, var) is not None
+    )
+
+
 def _reach(index: ast.expr, var: str) -> tuple[int, int] | None:
     """The rows ``var + lo .. var + hi`` an index reads, when the checker can tell."""
+    if _wraps(index, var):
+        assert isinstance(index, ast.BinOp)
+        index = index.left
     k = _offset(index, var)
     if k is not None:
         return k, k
@@ -243,6 +255,11 @@ def _uses(expr: ast.AST) -> Iterator[tuple[ast.Name, ast.Subscript | None]]:
             skip.add(id(n.args[0]))
         elif isinstance(n, ast.Lambda | ast.FunctionDef):
             skip.update(id(x) for x in ast.walk(n))
+    for n in ast.walk(expr):
+        if isinstance(n, ast.Assign | ast.AnnAssign):  # a plain write reads no element
+            for t in n.targets if isinstance(n, ast.Assign) else [n.target]:
+                if isinstance(t, ast.Subscript | ast.Attribute) and isinstance(t.value, ast.Name):
+                    skip.add(id(t.value))
     subs: dict[int, ast.Subscript] = {}
     for n in ast.walk(expr):
         if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name):
@@ -371,7 +388,7 @@ class _Flow:
             return ENTIRE
         s = ENTIRE
         for child in ast.iter_child_nodes(e):
-            if isinstance(child, ast.expr | ast.comprehension | ast.slice):
+            if isinstance(child, ast.expr | ast.comprehension):
                 s = meet(s, self.value(child))
         return s
 
@@ -454,7 +471,7 @@ class _Flow:
                 )
             else:
                 how = "no rank holds its part"
-            self.say(at, key, f"{name} is {self.why(name, s)} here: {how}")
+            self.say(at, key, f"`{name}` is {self.why(name, s)}: {how}")
         o = Origin(word, line, name, spelled)
         if word == "r2a":
             rows = FULL if item.part in ("E", "scalar") else halo
@@ -819,7 +836,12 @@ class _Flow:
             )
             return
         if st.rows is None:
-            if not is_array:
+            if st.origin is not None and st.origin.what == "ror":
+                fix = (
+                    f"reduce it with `#$spmd roa` (every rank gets the result) instead of ror at "
+                    f"line {st.origin.line}, or send it with `#$spmd r2a[{n}]`"
+                )
+            elif not is_array:
                 fix = f"send it with `#$spmd r2a[{n}]`" if st.root else "set it on every rank"
             elif reach is not None:
                 h = max(-reach[0], reach[1], 0)
@@ -834,6 +856,8 @@ class _Flow:
                 f"{fix} before line {line}",
             )
             return
+        if reach is not None and _wraps(first, var) and not st.cyclic:
+            reach = None  # wraps at the ends, which only a cyclic exchange brings
         if reach is None:
             if sub is None and not is_array:
                 return
