@@ -208,7 +208,9 @@ def test_verify_compares_the_files_written(tmp_path, monkeypatch):
     (tmp_path / "a" / "x.bin").write_bytes(b"abc")
     (tmp_path / "link").symlink_to(tmp_path / "a" / "x.bin")
     assert outputs(tmp_path) == {"a/x.bin": b"abc"}  # links (the inputs) are not outputs
-    assert first_difference(b"1\n", b"1\n", {"x": b"abc"}, {"x": b"abd"}) == "x differs (byte 2 of 3)"
+    assert (
+        first_difference(b"1\n", b"1\n", {"x": b"abc"}, {"x": b"abd"}) == "x differs (byte 2 of 3)"
+    )
     assert first_difference(b"", b"", {"x": b""}, {}) == "x is written serially but not in parallel"
     assert first_difference(b"1\n", b"1\n2\n", {}, {}) == "stdout line 2 is extra in parallel: '2'"
 

@@ -43,7 +43,12 @@ def found(text: str) -> list[tuple[int, int, str, str]]:
 @pytest.mark.parametrize(
     ("name", "line", "col", "words"),
     [
-        ("halo_missing", 13, 14, "`r2a[P: img]` (line 9) sends no neighbour rows: write `r2a[P(X=1): img]`"),
+        (
+            "halo_missing",
+            13,
+            14,
+            "`r2a[P: img]` (line 9) sends no neighbour rows: write `r2a[P(X=1): img]`",
+        ),
         ("unsent", 15, 14, "send it whole with `#$spmd r2a[E: lut]` before line 13"),
         ("ungathered", 15, 11, "gather it on the root with `#$spmd a2r[P: out]` before line 14"),
     ],
@@ -79,7 +84,12 @@ CASES = [
             b[i] = a[i - 1] + a[i + 2]
         #$spmd a2r[P: b]
         """,
-        (9, 23, "error", "`r2a[P(X=1): a]` (line 5) sends only 1 neighbour rows: write `r2a[P(X=2): a]`"),
+        (
+            9,
+            23,
+            "error",
+            "`r2a[P(X=1): a]` (line 5) sends only 1 neighbour rows: write `r2a[P(X=2): a]`",
+        ),
     ),
     (  # a scalar accumulated in a dopar loop, printed by the root without a reduction
         """
@@ -121,7 +131,12 @@ CASES = [
             a[i] = a[i] / hi
         #$spmd a2r[P: a]
         """,
-        (12, 19, "error", "reduce it with `#$spmd roa` (every rank gets the result) instead of ror at line 9"),
+        (
+            12,
+            19,
+            "error",
+            "reduce it with `#$spmd roa` (every rank gets the result) instead of ror at line 9",
+        ),
     ),
     (  # a2r missing before a file write on the root, through a derived value
         """
@@ -134,7 +149,12 @@ CASES = [
         np.save("out.npy", scaled)
         #$spmd ronly
         """,
-        (10, 20, "error", "it comes from out: gather it on the root with `#$spmd a2r[P: out]` before line 9"),
+        (
+            10,
+            20,
+            "error",
+            "it comes from out: gather it on the root with `#$spmd a2r[P: out]` before line 9",
+        ),
     ),
     (  # a scalar set on the root only, read in a dopar loop
         """
@@ -158,7 +178,12 @@ CASES = [
         #$spmd ronly
         #$spmd a2r[P: a]
         """,
-        (8, 15, "error", "would overwrite the root's rows with them; send it from the root with `#$spmd r2a[P: a]`"),
+        (
+            8,
+            15,
+            "error",
+            "would overwrite the root's rows with them; send it from the root with `#$spmd r2a[P: a]`",
+        ),
     ),
     (  # r2a of an array computed in parts: the root does not hold it
         """
@@ -382,13 +407,19 @@ def test_refused_programs_differ_at_3_ranks_and_their_corrections_do_not(tmp_pat
     serial = {}
     for prog in programs:
         proc = subprocess.run(
-            [sys.executable, str(prog)], cwd=tmp_path, capture_output=True, text=True,
-            env=_env(), timeout=LAUNCH_TIMEOUT,
+            [sys.executable, str(prog)],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env=_env(),
+            timeout=LAUNCH_TIMEOUT,
         )
         assert proc.returncode == 0, proc.stderr
         serial[prog.stem] = proc.stdout
     out = tmp_path / "runs"
-    check_ok(run_parvox(str(out), *map(str, programs), mpiexec=3, driver=[str(DRIVER)], timeout=300))
+    check_ok(
+        run_parvox(str(out), *map(str, programs), mpiexec=3, driver=[str(DRIVER)], timeout=300)
+    )
     for name in names:
         assert (out / f"{name}_fixed.stdout").read_text() == serial[f"{name}_fixed"] != ""
         assert (out / f"{name}.stdout").read_text() != serial[name], name

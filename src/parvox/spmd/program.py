@@ -192,10 +192,10 @@ def _compile_mapped(original: Path, translated: Path) -> types.CodeType:
         return extra if extra >= 0 and mine.endswith(src) else None
 
     for node in ast.walk(tree):
-        if not hasattr(node, "lineno"):
+        if not isinstance(node, ast.expr | ast.stmt | ast.excepthandler | ast.arg | ast.keyword):
             continue
         k = node.lineno
-        end = getattr(node, "end_lineno", None) or k
+        end = node.end_lineno or k
         line = lines[k - 1] if 1 <= k <= len(lines) else 1
         by = shift(k) if k == end else None
         if by is None and k == end:  # an inserted call: the whole directive line
@@ -203,7 +203,7 @@ def _compile_mapped(original: Path, translated: Path) -> types.CodeType:
             node.end_col_offset = len(theirs[line - 1].encode()) if line <= len(theirs) else 0
         elif by is not None:
             node.col_offset = max(0, node.col_offset - by)
-            if getattr(node, "end_col_offset", None) is not None:
+            if node.end_col_offset is not None:
                 node.end_col_offset = max(0, node.end_col_offset - by)
         node.lineno = line
         node.end_lineno = lines[end - 1] if 1 <= end <= len(lines) else line

@@ -53,9 +53,10 @@ def first_difference(
     parallel_files: Mapping[str, bytes],
 ) -> str | None:
     """The first difference between a serial and a parallel run, in words; None if none."""
-    a, b = serial_out.decode(errors="replace").splitlines(), parallel_out.decode(
-        errors="replace"
-    ).splitlines()
+    a, b = (
+        serial_out.decode(errors="replace").splitlines(),
+        parallel_out.decode(errors="replace").splitlines(),
+    )
     for k in range(max(len(a), len(b))):
         x = a[k] if k < len(a) else None
         y = b[k] if k < len(b) else None
@@ -70,10 +71,10 @@ def first_difference(
             return f"{name} is written serially but not in parallel"
         if name not in serial_files:
             return f"{name} is written in parallel but not serially"
-        x, y = serial_files[name], parallel_files[name]
-        if x != y:
-            at = next((k for k in range(min(len(x), len(y))) if x[k] != y[k]), min(len(x), len(y)))
-            return f"{name} differs (byte {at} of {len(x)})"
+        u, v = serial_files[name], parallel_files[name]
+        if u != v:
+            at = next((k for k in range(min(len(u), len(v))) if u[k] != v[k]), min(len(u), len(v)))
+            return f"{name} differs (byte {at} of {len(u)})"
     return None
 
 
@@ -106,9 +107,7 @@ def verify_run(
             folder.mkdir()
             _mirror(here, folder)
         env = dict(os.environ if env is None else env)
-        s = subprocess.run(
-            [sys.executable, prog, *argv], cwd=serial, capture_output=True, env=env
-        )
+        s = subprocess.run([sys.executable, prog, *argv], cwd=serial, capture_output=True, env=env)
         cmd = [sys.executable, "-m", "parvox", "spmd", "run", prog, "-n", str(nprocs), "--"]
         p = subprocess.run([*cmd, *argv], cwd=parallel, capture_output=True, env=env)
         sys.stdout.buffer.write(p.stdout)
@@ -116,12 +115,12 @@ def verify_run(
         sys.stderr.buffer.write(p.stderr)
         sys.stderr.flush()
         if p.returncode != 0:
-            return VerifyResult(p.returncode, f"the run on {nprocs} rank(s) failed (exit {p.returncode})")
+            return VerifyResult(
+                p.returncode, f"the run on {nprocs} rank(s) failed (exit {p.returncode})"
+            )
         if s.returncode != 0:
             tail = s.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
-            return VerifyResult(
-                1, f"the serial run failed (exit {s.returncode}): {tail[0]}"
-            )
+            return VerifyResult(1, f"the serial run failed (exit {s.returncode}): {tail[0]}")
         theirs, ours = outputs(serial), outputs(parallel)
         diff = first_difference(s.stdout, p.stdout, theirs, ours)
         if diff is not None:
