@@ -241,6 +241,22 @@ CASES = [
         """,
         (9, 12, "error", "send it with `#$spmd r2a[E: a]` before line 7"),
     ),
+    (  # a name first assigned inside ronly: the other ranks have none to receive into
+        """
+        a = np.ones(n)
+        #$spmd ronly
+        import json
+        scale = json.loads("2.5")
+        #$spmd ronly, r2a[scale]
+        a *= scale
+        """,
+        (
+            8,
+            19,
+            "error",
+            "assign it on every rank before line 5 (as the serial program would, e.g. `scale = None`), then send it with `#$spmd r2a[scale]`",
+        ),
+    ),
     (  # a computed index: a note, not an error
         """
         a = np.ones(n)
@@ -346,6 +362,7 @@ CORRECT = [
     """,
     """
     a = np.ones(n)
+    thr, data = None, None
     #$spmd ronly
     thr = 0.5
     data = np.load("x.npy") if n < 0 else np.ones(n)

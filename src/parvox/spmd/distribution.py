@@ -84,6 +84,7 @@ class Flow:
             if p.loop is not None
         }
         self.state: dict[str, State] = {}
+        self.known: set[str] = set()  # names every rank has bound (imports, defs, loops, ...)
         self.problems: dict[tuple[str, int, str], Diagnostic] = {}
         self.report = True
         tree = src.tree
@@ -217,6 +218,8 @@ class Flow:
                 for r in c.items:
                     origin_word = c.keyword
                     after = ENTIRE if origin_word == "roa" else State(True, None)
+                    for ref in r.refs:
+                        self.unbound(ref.name, (ref.pos.line, ref.pos.col), d.pos.line)
                     for ref in (r.into,) if r.into is not None else r.refs:
                         o = Origin(origin_word, d.pos.line, ref.name, f"{origin_word}[{r.op}: ...]")
                         self.put(ref.name, dataclasses.replace(after, origin=o))
@@ -228,7 +231,9 @@ class Flow:
         spelled = spell(word, item)
         key = (name, line)
         halo = item.halo if isinstance(item.halo, int) else (0 if item.halo is None else 1)
-        if word == "r2a" and not s.root:
+        if self.unbound(name, at, line, f", then send it with `#$spmd {spelled}`"):
+            pass
+        elif word == "r2a" and not s.root:
             fix = self.fix_for(name, s, line)
             self.say(
                 at,
@@ -236,7 +241,7 @@ class Flow:
                 f"`{spelled}` sends the root's {name}, but the root does not hold it whole here "
                 f"({explain(name, s)}){fix}",
             )
-        if word in ("a2r", "a2a") and (s.rows is None or s.partial is not None):
+        elif word in ("a2r", "a2a") and (s.rows is None or s.partial is not None):
             if s.partial is not None:
                 how = f"reduce it with `#$spmd ror[{s.partial or 'SUM'}: {name}]` instead"
             elif s.root:
@@ -278,18 +283,20 @@ class Flow:
             saved, self.state = self.state, {}
             self.block(s.body, s.lineno, hi, "all")
             self.state = saved
-            self.state.pop(s.name, None)
-            return
-        if isinstance(s, ast.ClassDef):
-            self.state.pop(s.name, None)
+        if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            self.binds([s.name], mode, region)
             return
         if mode == "root":
             self.root_reads(s, region)
+        elif mode == "all":
+            self.bound_reads(s)
         if isinstance(s, ast.For | ast.AsyncFor | ast.While):
             if isinstance(s, ast.For | ast.AsyncFor):
                 it = self.value(s.iter)
                 for n in ast.walk(s.target):
                     if isinstance(n, ast.Name):
+                        if mode == "all":
+                            self.known.add(n.id)
                         self.put(
                             n.id, unrow(it) if mode == "all" else self.rooted(it, n.id, region)
                         )
@@ -308,9 +315,8 @@ class Flow:
         if isinstance(s, ast.With | ast.AsyncWith):
             for item in s.items:
                 if item.optional_vars is not None:
-                    for n in ast.walk(item.optional_vars):
-                        if isinstance(n, ast.Name):
-                            self.state.pop(n.id, None)
+                    names = [n.id for n in ast.walk(item.optional_vars) if isinstance(n, ast.Name)]
+                    self.binds(names, mode, region)
             self.block(s.body, s.lineno, hi, mode)
             return
         if isinstance(s, ast.Try):
@@ -339,8 +345,7 @@ class Flow:
                     )
             return
         if isinstance(s, ast.Import | ast.ImportFrom | ast.Global | ast.Nonlocal):
-            for bound in bound_names([s]):
-                self.state.pop(bound, None)
+            self.binds(sorted(bound_names([s])), mode, region)
             return
         if isinstance(s, ast.Delete):
             for bound in bound_names([s]):
@@ -356,9 +361,22 @@ class Flow:
                 v = self.value(s.value)
                 self.assign(f.value, v, mode, region, aug=True)
 
+    def binds(self, names: list[str], mode: str, region: tuple[str, int] | None) -> None:
+        """Names bound by an import, def, class or ``with ... as``: values the checker ignores."""
+        for name in names:
+            if mode == "all" or name in self.known:
+                self.known.add(name)
+                self.state.pop(name, None)
+            else:  # the root alone has it
+                o = Origin("ronly", region[1] if region else 0, name)
+                self.put(name, State(True, None, origin=o, bound=False))
+
     def rooted(self, v: State, name: str, region: tuple[str, int] | None) -> State:
+        """A value assigned to ``name`` on the root only."""
         o = Origin("ronly", region[1] if region else 0, name)
-        return State(v.root, None, False, v.partial, o if v.root else v.origin)
+        old = self.state.get(name)
+        bound = old.bound if old is not None else name in self.known
+        return State(v.root, None, False, v.partial, o if v.root or not bound else v.origin, bound)
 
     def assign(
         self, t: ast.expr, v: State, mode: str, region: tuple[str, int] | None, aug: bool
@@ -371,7 +389,12 @@ class Flow:
             return
         if isinstance(t, ast.Name):
             new = meet(self.get(t.id), v) if aug else v
-            self.put(t.id, self.rooted(new, t.id, region) if mode == "root" else new)
+            if mode == "root":
+                new = self.rooted(new, t.id, region)
+            else:
+                self.known.add(t.id)
+                new = dataclasses.replace(new, bound=True)
+            self.put(t.id, new)
             return
         if isinstance(t, ast.Subscript | ast.Attribute):
             base = t.value
@@ -395,7 +418,7 @@ class Flow:
             if mode == "root":
                 root = v.root if whole else old.root and v.root
                 o = Origin("ronly", region[1] if region else 0, base.id)
-                new = State(root, None, False, new.partial, o if root else new.origin)
+                new = State(root, None, False, new.partial, o if root else new.origin, old.bound)
             self.put(base.id, new)
 
     def merge(self, a: dict[str, State], b: dict[str, State]) -> dict[str, State]:
@@ -421,7 +444,9 @@ class Flow:
         self.state = self.merge(entry, self.state)
 
     # -- reads on the root ----------------------------------------------------------------
-    def root_reads(self, s: ast.stmt, region: tuple[str, int] | None) -> None:
+    @staticmethod
+    def read_parts(s: ast.stmt) -> list[ast.AST]:
+        """The parts of a statement that it evaluates itself (a compound one: its header)."""
         parts: list[ast.AST] = []
         if isinstance(s, ast.For | ast.AsyncFor):
             parts = [s.iter]
@@ -437,8 +462,31 @@ class Flow:
                     parts.append(t.slice)
                 if isinstance(s, ast.AugAssign):
                     parts.append(t)
-        elif not isinstance(s, ast.Try):
+        elif not isinstance(s, ast.Try | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             parts = [s]
+        return parts
+
+    def unbound(self, name: str, at: ast.AST | tuple[int, int], line: int, then: str = "") -> bool:
+        """Report a read on every rank of a name only the root has; whether it was one."""
+        st = self.state.get(name)
+        if st is None or st.bound:
+            return False
+        where = st.origin.line if st.origin is not None else line
+        self.say(
+            at,
+            (name, where),
+            f"`{name}` is {explain(name, st)}, but every rank reads it here: assign it on every "
+            f"rank before line {where} (as the serial program would, e.g. `{name} = None`){then}",
+        )
+        return True
+
+    def bound_reads(self, s: ast.stmt) -> None:
+        for part in self.read_parts(s):
+            for name, _sub in name_reads(part):
+                self.unbound(name.id, name, s.lineno)
+
+    def root_reads(self, s: ast.stmt, region: tuple[str, int] | None) -> None:
+        parts = self.read_parts(s)
         line = region[1] if region else s.lineno
         for part in parts:
             for name, _sub in name_reads(part):

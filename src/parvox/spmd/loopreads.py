@@ -146,6 +146,8 @@ def _loop_read(
     n = name.id
     st = flow.state[n]
     key = (n, line)
+    if flow.unbound(n, name, line):
+        return
     first = first_index(sub) if sub is not None else None
     reach = row_reach(first, var) if first is not None else None
     if n in row_written and reach is not None:

@@ -59,6 +59,9 @@ class State:
         (``"SUM"``, ``"MAX"``, ...; ``""`` when none fits).
     origin : Origin or None
         Where the state comes from (for messages).
+    bound : bool
+        Every rank has the name (False: it was first assigned inside ``ronly``, so only the
+        root has it).
     """
 
     root: bool
@@ -66,9 +69,12 @@ class State:
     cyclic: bool = False
     partial: str | None = None
     origin: Origin | None = None
+    bound: bool = True
 
     def describe(self) -> str:
         """The state in words."""
+        if not self.bound:
+            return "assigned on the root only (the other ranks have no such name)"
         if self.partial is not None:
             return "each rank's own partial result"
         if self.rows == FULL:
@@ -102,21 +108,22 @@ def meet(a: State, b: State) -> State:
     if a == b:
         return a
     weak = a if _score(a) <= _score(b) else b
+    bound = a.bound and b.bound
     if a.partial is not None or b.partial is not None:
         op = a.partial if a.partial is not None else b.partial
         if a.partial is not None and b.partial is not None and a.partial != b.partial:
             op = ""
-        return State(False, None, False, op, weak.origin)
+        return State(False, None, False, op, weak.origin, bound)
     rows = None if a.rows is None or b.rows is None else min(a.rows, b.rows)
     cyclic = (a.cyclic or a.rows == FULL) and (b.cyclic or b.rows == FULL) and rows != FULL
-    return State(a.root and b.root, rows, cyclic, None, weak.origin)
+    return State(a.root and b.root, rows, cyclic, None, weak.origin, bound)
 
 
 def unrow(s: State) -> State:
     """A value computed from ``s`` that has no row structure (a sum, one row, ...)."""
     if s.partial is not None or s.rows in (None, FULL):
         return s
-    return State(s.root, None, False, None, s.origin)
+    return State(s.root, None, False, None, s.origin, s.bound)
 
 
 def explain(name: str, s: State) -> str:
@@ -129,6 +136,8 @@ def explain(name: str, s: State) -> str:
     """
     o = s.origin
     said = s.describe()
+    if not s.bound and o is not None:
+        return f"assigned on the root only, inside the ronly region of line {o.line} (the other ranks have no `{name}`)"
     if o is None:
         return said
     where = {
