@@ -45,6 +45,7 @@ import numpy as np
 
 n = 23
 img = np.zeros((n, 5))
+note = ""  # every rank has the name r2a rebinds
 #$spmd ronly
 img[...] = np.arange(n * 5.0).reshape(n, 5) % 7
 note = '''a string
