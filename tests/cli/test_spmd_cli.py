@@ -7,6 +7,7 @@ import pytest
 from parvox.cli import main
 from parvox.spmd import translate
 
+from ..spmd._programs import PROGRAMS, corrected
 from ._helpers import check_ok, run_parvox
 
 GOOD = """\
@@ -177,7 +178,6 @@ def test_the_issue_example_runs_unchanged_as_python_and_on_4_ranks(progs, monkey
 
 
 # ------------------------------------------------------------------ issue 27
-PROGRAMS = __import__("pathlib").Path(__file__).resolve().parents[1] / "spmd" / "programs"
 
 
 def test_verify_fails_at_the_first_difference_and_passes_a_correct_program(tmp_path, monkeypatch):
@@ -194,7 +194,8 @@ def test_verify_fails_at_the_first_difference_and_passes_a_correct_program(tmp_p
     )
     assert proc.stdout == "rows 40\nsum 14440\n"  # the parallel run's output, passed on
     assert sorted(p.name for p in work.iterdir()) == []  # nothing of a failed verify is kept
-    proc = run_parvox("spmd", "run", "--verify", str(PROGRAMS / "computed_fixed.py"), "-n", "2")
+    (tmp_path / "computed_fixed.py").write_text(corrected("computed"))
+    proc = run_parvox("spmd", "run", "--verify", str(tmp_path / "computed_fixed.py"), "-n", "2")
     check_ok(proc)
     assert proc.stdout == "rows 40\nsum 21320\n"
     assert "matches the serial run (stdout and 1 file(s))" in proc.stderr

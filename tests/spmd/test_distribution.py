@@ -21,9 +21,10 @@ from parvox.spmd.distribution import ENTIRE, FULL, State, meet
 from parvox.spmd.translator import render
 
 from ..cli._helpers import LAUNCH_TIMEOUT, _env, check_ok, run_parvox
+from ._programs import PROGRAMS, corrected
+from .test_checker import found
 
 HERE = Path(__file__).resolve().parent
-PROGRAMS = HERE / "programs"
 EXAMPLES = HERE.parents[1] / "examples" / "spmd"
 DRIVER = HERE / "_portability_driver.py"
 
@@ -33,10 +34,6 @@ TAIL = "#$spmd end\n"
 
 def program(body: str) -> str:
     return HEAD + textwrap.dedent(body).lstrip("\n") + TAIL
-
-
-def found(text: str) -> list[tuple[int, int, str, str]]:
-    return [(d.line, d.col + 1, d.severity, d.message) for d in check(text, "p.py")]
 
 
 # ------------------------------------------------------------------ the issue's three programs
@@ -58,8 +55,7 @@ def test_the_issue_programs_are_refused_where_they_go_wrong(name, line, col, wor
     got = [d for d in check(path.read_text(), str(path)) if d.severity == "error"]
     assert [(d.line, d.col + 1) for d in got] == [(line, col)], got
     assert words in got[0].message, got[0].message
-    fixed = PROGRAMS / f"{name}_fixed.py"
-    assert check(fixed.read_text(), str(fixed)) == []
+    assert check(corrected(name), f"{name}_fixed.py") == []
 
 
 def test_check_prints_file_line_col_and_exits_2(capsys):
@@ -416,9 +412,12 @@ def test_refused_programs_differ_at_3_ranks_and_their_corrections_do_not(tmp_pat
     names = ["halo_missing", "unsent", "ungathered", "computed"]
     programs = []
     for name in names:
-        for stem in (name, f"{name}_fixed"):
+        for stem, text in (
+            (name, (PROGRAMS / f"{name}.py").read_text()),
+            (f"{name}_fixed", corrected(name)),
+        ):
             copy = tmp_path / f"{stem}.py"
-            copy.write_text((PROGRAMS / f"{stem}.py").read_text())
+            copy.write_text(text)
             copy.with_name(f"{stem}_translated.py").write_text(_translate_anyway(copy))
             programs.append(copy)
     serial = {}
