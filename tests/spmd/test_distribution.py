@@ -375,6 +375,22 @@ CORRECT = [
 ]
 
 
+CORRECT.append(  # a loop over the rows on every rank keeps each rank's rows its own
+    """
+    img = np.ones((n, 2))
+    #$spmd r2a[P(X=1): img]
+    tmp = np.zeros_like(img)
+    for y in range(1, n - 1):
+        tmp[y] = img[y - 1] + img[y]
+    out = np.zeros(n)
+    #$spmd dopar
+    for y in range(n):
+        out[y] = tmp[y].sum()
+    #$spmd a2r[P: out]
+    """
+)
+
+
 @pytest.mark.parametrize("body", CORRECT, ids=[f"correct{k}" for k in range(len(CORRECT))])
 def test_correct_programs_pass(body):
     assert [f for f in found(program(body)) if f[2] != "warning"] == []

@@ -59,11 +59,12 @@ from parvox.spmd.accesses import (
     has_axis,
     is_full,
     name_reads,
+    row_offset,
 )
 from parvox.spmd.diagnostics import Diagnostic, Severity
 from parvox.spmd.language import Reduction, Timer, Transfer, TransferItem
 from parvox.spmd.loopreads import check_parallel_loop
-from parvox.spmd.states import ENTIRE, FULL, Origin, State, explain, meet, spell, unrow
+from parvox.spmd.states import ENTIRE, FULL, Origin, State, explain, meet, shifted, spell, unrow
 
 if TYPE_CHECKING:
     from parvox.spmd.checker import LoopPlan, Placement
@@ -84,7 +85,8 @@ class Flow:
             if p.loop is not None
         }
         self.state: dict[str, State] = {}
-        self.known: set[str] = set()  # names every rank has bound (imports, defs, loops, ...)
+        self.known: set[str] = set()
+        self.row_vars: list[str] = []  # variables of the loops over rows around a statement  # names every rank has bound (imports, defs, loops, ...)
         self.problems: dict[tuple[str, int, str], Diagnostic] = {}
         self.report = True
         tree = src.tree
@@ -141,6 +143,9 @@ class Flow:
             first = first_index(e)
             if is_full(first):
                 return meet(base, index)
+            shift = self.row_shift(first)
+            if shift is not None:  # row v of a loop over the rows on every rank: rows stay
+                return meet(shifted(base, shift), unrow(index))
             if (
                 isinstance(first, ast.Constant)
                 and first.value == 0
@@ -165,6 +170,14 @@ class Flow:
             if isinstance(child, ast.expr | ast.comprehension):
                 s = meet(s, self.value(child))
         return s
+
+    def row_shift(self, index: ast.expr) -> int | None:
+        """``k`` when ``index`` is ``v + k`` for ``v`` a loop over the rows on every rank."""
+        for var in reversed(self.row_vars):
+            k = row_offset(index, var)
+            if k is not None:
+                return k
+        return None
 
     # -- blocks -------------------------------------------------------------------------
     def indent_of(self, stmt: ast.stmt) -> str:
@@ -301,7 +314,19 @@ class Flow:
                             n.id, unrow(it) if mode == "all" else self.rooted(it, n.id, region)
                         )
             stop = s.orelse[0].lineno if s.orelse else hi
+            rows = (
+                isinstance(s, ast.For)
+                and isinstance(s.target, ast.Name)
+                and isinstance(s.iter, ast.Call)
+                and callee(s.iter) == "range"
+                and mode == "all"
+            )
+            if rows:
+                assert isinstance(s, ast.For) and isinstance(s.target, ast.Name)
+                self.row_vars.append(s.target.id)
             self.fixpoint(s.body, s.lineno, stop, mode)
+            if rows:
+                self.row_vars.pop()
             self.block(s.orelse, s.lineno, hi, mode)
             return
         if isinstance(s, ast.If):
@@ -413,7 +438,10 @@ class Flow:
                 and not aug
             )
             if isinstance(t, ast.Subscript) and not is_full(first_index(t)):
-                v = meet(unrow(v), unrow(self.value(t.slice)))
+                if self.row_shift(first_index(t)) == 0:  # row v of a loop over rows: aligned
+                    v = meet(v, unrow(self.value(t.slice)))
+                else:
+                    v = meet(unrow(v), unrow(self.value(t.slice)))
             new = v if whole else meet(old, v)
             if mode == "root":
                 root = v.root if whole else old.root and v.root

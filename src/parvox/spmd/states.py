@@ -21,7 +21,7 @@ import sys
 
 from parvox.spmd.language import TransferItem
 
-__all__ = ["ENTIRE", "FULL", "Origin", "State", "explain", "meet", "spell", "unrow"]
+__all__ = ["ENTIRE", "FULL", "Origin", "State", "explain", "meet", "shifted", "spell", "unrow"]
 
 #: ``State.rows`` of a variable every rank holds whole.
 FULL = sys.maxsize
@@ -124,6 +124,20 @@ def unrow(s: State) -> State:
     if s.partial is not None or s.rows in (None, FULL):
         return s
     return State(s.root, None, False, None, s.origin, s.bound)
+
+
+def shifted(s: State, k: int) -> State:
+    """Row ``i + k`` of a value in state ``s``, taken for row ``i``: ``|k|`` halo rows fewer.
+
+    Examples
+    --------
+    >>> shifted(State(False, 2), -1).rows, shifted(State(True, 0), 1).rows
+    (1, None)
+    """
+    if s.partial is not None or s.rows in (None, FULL) or k == 0:
+        return s
+    rows = s.rows - abs(k) if s.rows is not None and s.rows >= abs(k) else None
+    return dataclasses.replace(s, rows=rows, cyclic=s.cyclic and rows is not None)
 
 
 def explain(name: str, s: State) -> str:
