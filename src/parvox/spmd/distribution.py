@@ -64,7 +64,18 @@ from parvox.spmd.accesses import (
 from parvox.spmd.diagnostics import Diagnostic, Severity
 from parvox.spmd.language import Reduction, Timer, Transfer, TransferItem
 from parvox.spmd.loopreads import check_parallel_loop
-from parvox.spmd.states import ENTIRE, FULL, Origin, State, explain, meet, shifted, spell, unrow
+from parvox.spmd.states import (
+    ENTIRE,
+    FULL,
+    NAMED,
+    Origin,
+    State,
+    explain,
+    meet,
+    shifted,
+    spell,
+    unrow,
+)
 
 if TYPE_CHECKING:
     from parvox.spmd.checker import LoopPlan, Placement
@@ -85,8 +96,8 @@ class Flow:
             if p.loop is not None
         }
         self.state: dict[str, State] = {}
-        self.known: set[str] = set()
-        self.row_vars: list[str] = []  # variables of the loops over rows around a statement  # names every rank has bound (imports, defs, loops, ...)
+        self.known: set[str] = set()  # names every rank has bound (imports, defs, loops, ...)
+        self.row_vars: list[str] = []  # variables of the loops over rows around a statement
         self.problems: dict[tuple[str, int, str], Diagnostic] = {}
         self.report = True
         tree = src.tree
@@ -243,7 +254,7 @@ class Flow:
         s = self.get(name)
         spelled = spell(word, item)
         key = (name, line)
-        halo = item.halo if isinstance(item.halo, int) else (0 if item.halo is None else 1)
+        halo = item.halo if isinstance(item.halo, int) else (0 if item.halo is None else NAMED)
         if self.unbound(name, at, line, f", then send it with `#$spmd {spelled}`"):
             pass
         elif word == "r2a" and not s.root:

@@ -21,10 +21,23 @@ import sys
 
 from parvox.spmd.language import TransferItem
 
-__all__ = ["ENTIRE", "FULL", "Origin", "State", "explain", "meet", "shifted", "spell", "unrow"]
+__all__ = [
+    "ENTIRE",
+    "FULL",
+    "NAMED",
+    "Origin",
+    "State",
+    "explain",
+    "meet",
+    "shifted",
+    "spell",
+    "unrow",
+]
 
 #: ``State.rows`` of a variable every rank holds whole.
 FULL = sys.maxsize
+#: ``State.rows`` after a halo whose width is a name (``P(X=h)``): taken as wide enough.
+NAMED = 1 << 20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,7 +97,9 @@ class State:
         part = (
             "each rank's own rows"
             if self.rows == 0
-            else (f"each rank's own rows and {self.rows} row(s) a side")
+            else "each rank's own rows and its named halo"
+            if self.rows >= NAMED
+            else f"each rank's own rows and {self.rows} row(s) a side"
         )
         return part + (" (and the whole on the root)" if self.root else "")
 
