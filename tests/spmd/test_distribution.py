@@ -253,6 +253,26 @@ CASES = [
             "assign it on every rank before line 5 (as the serial program would, e.g. `scale = None`), then send it with `#$spmd r2a[scale]`",
         ),
     ),
+    (  # a convergence test on each rank's own error: the ranks leave the loop apart
+        """
+        u = np.ones(n)
+        #$spmd r2a[P(X=1): u]
+        err = 1.0
+        while err > 0.1:
+            err = 0.0
+            #$spmd dopar
+            for i in range(1, n - 1):
+                err = max(err, abs(u[i - 1] - u[i]))
+            #$spmd a2a[P(X=1): u]
+        #$spmd a2r[P: u]
+        """,
+        (
+            7,
+            7,
+            "error",
+            "the ranks may take different ways and wait for each other forever; reduce it first with `#$spmd roa[MAX: err]` before line 7",
+        ),
+    ),
     (  # a computed index: a note, not an error
         """
         a = np.ones(n)

@@ -62,7 +62,7 @@ from parvox.spmd.accesses import (
     row_offset,
 )
 from parvox.spmd.diagnostics import Diagnostic, Severity
-from parvox.spmd.language import Reduction, Timer, Transfer, TransferItem
+from parvox.spmd.language import COLLECTIVE, Reduction, Timer, Transfer, TransferItem
 from parvox.spmd.loopreads import check_parallel_loop
 from parvox.spmd.states import (
     ENTIRE,
@@ -338,9 +338,13 @@ class Flow:
             self.fixpoint(s.body, s.lineno, stop, mode)
             if rows:
                 self.row_vars.pop()
+            if isinstance(s, ast.While) and mode == "all":
+                self.branch_test(s, s.test, hi)  # its state at the loop head
             self.block(s.orelse, s.lineno, hi, mode)
             return
         if isinstance(s, ast.If):
+            if mode == "all":
+                self.branch_test(s, s.test, hi)
             before = dict(self.state)
             stop = s.orelse[0].lineno if s.orelse else hi
             self.block(s.body, s.lineno, stop, mode)
@@ -406,6 +410,43 @@ class Flow:
             else:  # the root alone has it
                 o = Origin("ronly", region[1] if region else 0, name)
                 self.put(name, State(True, None, origin=o, bound=False))
+
+    def branch_test(self, s: ast.stmt, test: ast.expr, hi: int) -> None:
+        """Refuse a condition the ranks may disagree on when directives lie behind it.
+
+        Every rank must reach the same transfers and parallel loops; a test on a partial
+        result or on a value only the root holds can send the ranks different ways, and they
+        then wait for each other forever.
+        """
+        indent = len(self.indent_of(s))
+        inside = [
+            c.keyword
+            for p in self.placements
+            if s.lineno < p.directive.lines[0] < hi and len(p.indent) > indent
+            for c in p.directive.clauses
+            if c.keyword in COLLECTIVE
+        ]
+        if not inside:
+            return
+        for name, _sub in name_reads(test):
+            st = self.state.get(name.id)
+            if st is None or not st.bound or (st.rows == FULL and st.partial is None):
+                continue
+            if st.partial is not None:
+                fix = f"reduce it first with `#$spmd roa[{st.partial or 'MAX'}: {name.id}]`"
+            elif st.origin is not None and st.origin.what == "ror":
+                fix = f"reduce it with roa instead of ror (line {st.origin.line})"
+            elif st.root:
+                fix = f"send it first with `#$spmd r2a[{name.id}]`"
+            else:
+                fix = f"give every rank all of it (`#$spmd a2a[E: {name.id}]`)"
+            self.say(
+                name,
+                (name.id, s.lineno),
+                f"`{name.id}` decides which way every rank goes here, and {inside[0]} lies "
+                f"behind it, but `{name.id}` is {explain(name.id, st)}: the ranks may take "
+                f"different ways and wait for each other forever; {fix} before line {s.lineno}",
+            )
 
     def rooted(self, v: State, name: str, region: tuple[str, int] | None) -> State:
         """A value assigned to ``name`` on the root only."""
