@@ -57,6 +57,9 @@ _TRANSLATOR = (
     "source.py",
     "syntax.py",
     "checker.py",
+    "states.py",
+    "accesses.py",
+    "loopreads.py",
     "distribution.py",
     "translator.py",
 )
