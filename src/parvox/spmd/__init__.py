@@ -13,7 +13,8 @@ runs that translation on 4 ranks. The pieces:
   each rank holds, and the reads of data a rank does not hold;
 - :mod:`parvox.spmd.translator`: rendering the translation (:func:`translate`);
 - :mod:`parvox.spmd.runtime` and :mod:`parvox.spmd.transfers`: what translated programs call;
-- :mod:`parvox.spmd.program`: translating files with a cache and running them;
+- :mod:`parvox.spmd.program`: translating files with a cache and running them
+  (:mod:`parvox.spmd.linemap`: tracebacks at the program's own lines);
 - :mod:`parvox.spmd.verify`: ``parvox spmd run --verify``, a serial and a parallel run compared.
 
 Examples

@@ -22,9 +22,7 @@ True
 
 from __future__ import annotations
 
-import ast
 import hashlib
-import json
 import os
 import sys
 import tempfile
@@ -34,6 +32,7 @@ from pathlib import Path
 
 from parvox.errors import ParvoxError
 from parvox.spmd.checker import analyse
+from parvox.spmd.linemap import compile_mapped, user_traceback, write_line_map
 from parvox.spmd.source import read_source
 from parvox.spmd.translator import render_with_lines
 
@@ -62,6 +61,7 @@ _TRANSLATOR = (
     "loopreads.py",
     "distribution.py",
     "translator.py",
+    "linemap.py",
 )
 
 
@@ -102,7 +102,7 @@ def translate_file(
         return target
     translated, lines = render_with_lines(analyse(read_source(text, str(source))))
     where.mkdir(parents=True, exist_ok=True)
-    _write_line_map(target, lines)
+    write_line_map(target, lines)
     fd, tmp = tempfile.mkstemp(dir=where, prefix=f".{source.stem}-", suffix=".py")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -128,7 +128,7 @@ def run_translated(
 
     original = Path(original).resolve()
     spmd.reset()  # nothing of a program run before in this process carries over
-    code = _compile_mapped(original, Path(translated))
+    code = compile_mapped(original, Path(translated))
     module = types.ModuleType("__main__")
     module.__file__ = str(original)
     module.__builtins__ = __builtins__  # type: ignore[attr-defined]
@@ -152,90 +152,3 @@ def run_translated(
         if saved[2] is not None:
             sys.modules["__main__"] = saved[2]
     return 0
-
-
-def _line_map_path(translated: Path) -> Path:
-    return translated.with_suffix(".lines")
-
-
-def _write_line_map(target: Path, lines: Sequence[int]) -> None:
-    """Write the line map of translation ``target`` (before the translation itself appears)."""
-    where = _line_map_path(target)
-    fd, tmp = tempfile.mkstemp(dir=where.parent, prefix=f".{where.stem}-", suffix=".lines")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(list(lines), fh)
-        os.replace(tmp, where)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _compile_mapped(original: Path, translated: Path) -> types.CodeType:
-    """Compile a translation so that its code reports the original file and lines.
-
-    Without a line map (a translation written by hand or by an older parvox) the code keeps
-    the translation's own name and lines.
-    """
-    text = translated.read_text(encoding="utf-8")
-    tree = ast.parse(text, str(translated))
-    try:
-        lines = json.loads(_line_map_path(translated).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return compile(tree, str(translated), "exec")
-    ours = text.splitlines()
-    theirs = original.read_text(encoding="utf-8").splitlines() if original.exists() else []
-
-    def shift(k: int) -> int | None:
-        """Columns to subtract on translated line ``k``: None when the line was inserted."""
-        if not 1 <= k <= len(lines) or not 1 <= lines[k - 1] <= len(theirs):
-            return None
-        mine, src = ours[k - 1], theirs[lines[k - 1] - 1]
-        extra = len(mine) - len(src)
-        return extra if extra >= 0 and mine.endswith(src) else None
-
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.expr | ast.stmt | ast.excepthandler | ast.arg | ast.keyword):
-            continue
-        k = node.lineno
-        end = node.end_lineno or k
-        line = lines[k - 1] if 1 <= k <= len(lines) else 1
-        by = shift(k) if k == end else None
-        if by is None and k == end:  # an inserted call: the whole directive line
-            node.col_offset = 0
-            node.end_col_offset = len(theirs[line - 1].encode()) if line <= len(theirs) else 0
-        elif by is not None:
-            node.col_offset = max(0, node.col_offset - by)
-            if node.end_col_offset is not None:
-                node.end_col_offset = max(0, node.end_col_offset - by)
-        node.lineno = line
-        node.end_lineno = lines[end - 1] if 1 <= end <= len(lines) else line
-    return compile(tree, str(original), "exec")
-
-
-def user_traceback(exc: BaseException) -> str:
-    """``exc``'s traceback with parvox's own frames left out (the program's frames kept).
-
-    Examples
-    --------
-    >>> try:
-    ...     int("x")
-    ... except ValueError as e:
-    ...     print(user_traceback(e).splitlines()[-1])
-    ValueError: invalid literal for int() with base 10: 'x'
-    """
-    import traceback
-
-    package = str(Path(__file__).resolve().parents[1]) + os.sep
-    te = traceback.TracebackException.from_exception(exc)
-    seen: set[int] = set()
-    todo = [te]
-    while todo:
-        t = todo.pop()
-        if id(t) in seen:
-            continue
-        seen.add(id(t))
-        frames = [f for f in t.stack if not os.path.abspath(f.filename).startswith(package)]
-        t.stack = traceback.StackSummary.from_list(frames)
-        todo += [x for x in (t.__cause__, t.__context__) if x is not None]
-    return "".join(te.format())
