@@ -33,7 +33,6 @@ __all__ = [
     "first_index",
     "has_axis",
     "is_full",
-    "mentions",
     "name_reads",
     "row_offset",
     "row_reach",
@@ -145,10 +144,6 @@ def row_reach(index: ast.expr, var: str) -> tuple[int, int] | None:
         if lo is not None and hi is not None and hi > lo:
             return lo, hi - 1
     return None
-
-
-def mentions(node: ast.AST, var: str) -> bool:
-    return any(isinstance(n, ast.Name) and n.id == var for n in ast.walk(node))
 
 
 def bound_names(body: Sequence[ast.stmt]) -> set[str]:
