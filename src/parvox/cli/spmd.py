@@ -195,6 +195,8 @@ def run(args: argparse.Namespace) -> int:
             return 2 if errors else 0
         print(f"{args.program}: no problems found")
         return 0
+    if args.action == "run" and getattr(args, "verify", False):
+        return _verify(args.program, args.args, 1)  # the runs it starts print the warnings
     _warnings(args.program)
     if args.action == "translate":
         text = _read(args.program)
@@ -205,8 +207,6 @@ def run(args: argparse.Namespace) -> int:
             with open(args.output, "w", encoding="utf-8") as fh:
                 fh.write(translated)
         return 0
-    if getattr(args, "verify", False):
-        return _verify(args.program, args.args, 1)
     translated_path = translate_file(args.program)
     try:
         return run_translated(args.program, translated_path, args.args)
