@@ -273,6 +273,13 @@ CASES = [
             "the ranks may take different ways and wait for each other forever; reduce it first with `#$spmd roa[MAX: err]` before line 7",
         ),
     ),
+    (  # a SUM of a scalar every rank holds whole counts it once per rank
+        """
+        total = n * 2
+        #$spmd roa[SUM: total]
+        """,
+        (5, 17, "warning", "the SUM over the ranks counts it once per rank"),
+    ),
     (  # a computed index: a note, not an error
         """
         a = np.ones(n)
@@ -386,7 +393,7 @@ CORRECT = [
     #$spmd dopar
     for i in range(n):
         a[i] = data[i] > thr
-    #$spmd ror[SUM: thr]
+    #$spmd ror[MAX: thr]
     #$spmd a2r[P: a], barrier
     #$spmd ronly
     print(a, thr)

@@ -243,11 +243,33 @@ class Flow:
                     origin_word = c.keyword
                     after = ENTIRE if origin_word == "roa" else State(True, None)
                     for ref in r.refs:
-                        self.unbound(ref.name, (ref.pos.line, ref.pos.col), d.pos.line)
+                        if self.unbound(ref.name, (ref.pos.line, ref.pos.col), d.pos.line):
+                            continue
+                        self.reduces_a_whole(c.keyword, r.op, ref.name, ref.pos.line, ref.pos.col)
                     for ref in (r.into,) if r.into is not None else r.refs:
                         o = Origin(origin_word, d.pos.line, ref.name, f"{origin_word}[{r.op}: ...]")
                         self.put(ref.name, dataclasses.replace(after, origin=o))
         return mode, region
+
+    def reduces_a_whole(self, word: str, op: str, name: str, line: int, col: int) -> None:
+        """Warn when a SUM/PROD combines a scalar every rank already holds whole."""
+        st = self.state.get(name)
+        if (
+            st is None
+            or op not in ("SUM", "PROD")
+            or name in self.arrays
+            or st.rows != FULL
+            or st.partial is not None
+        ):
+            return
+        self.say(
+            (line, col),
+            (name, line),
+            f"every rank holds the same `{name}` here (no parallel loop updated it): the {op} "
+            f"over the ranks counts it once per rank; drop it from {word}, or update it in a "
+            "dopar loop first",
+            "warning",
+        )
 
     def transfer(self, word: str, item: TransferItem, line: int) -> None:
         name, at = item.ref.name, (item.ref.pos.line, item.ref.pos.col)
