@@ -7,6 +7,7 @@ import pytest
 from parvox.cli import main
 from parvox.spmd import translate
 
+from ..spmd._programs import PROGRAMS, corrected
 from ._helpers import check_ok, run_parvox
 
 GOOD = """\
@@ -174,3 +175,87 @@ def test_the_issue_example_runs_unchanged_as_python_and_on_4_ranks(progs, monkey
     (progs / "out.npy").unlink()
     check_ok(run_parvox("spmd", "run", "smooth.py", "-n", "4"))
     assert np.array_equal(np.load("out.npy"), serial)
+
+
+# ------------------------------------------------------------------ issue 27
+
+
+def test_verify_fails_at_the_first_difference_and_passes_a_correct_program(tmp_path, monkeypatch):
+    monkeypatch.setenv("PARVOX_SPMD_CACHE", str(tmp_path / "cache"))
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    proc = run_parvox("spmd", "run", str(PROGRAMS / "computed.py"), "-n", "3", "--verify")
+    assert proc.returncode == 1, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last == (
+        "parvox spmd: error: --verify: 3 rank(s) differ from the serial run: stdout line 2 "
+        "differs: serially 'sum 21320', in parallel 'sum 14440'"
+    )
+    assert proc.stdout == "rows 40\nsum 14440\n"  # the parallel run's output, passed on
+    assert sorted(p.name for p in work.iterdir()) == []  # nothing of a failed verify is kept
+    (tmp_path / "computed_fixed.py").write_text(corrected("computed"))
+    proc = run_parvox("spmd", "run", "--verify", str(tmp_path / "computed_fixed.py"), "-n", "2")
+    check_ok(proc)
+    assert proc.stdout == "rows 40\nsum 21320\n"
+    assert "matches the serial run (stdout and 1 file(s))" in proc.stderr
+    assert sorted(p.name for p in work.iterdir()) == ["out.npy"]
+
+
+def test_verify_compares_the_files_written(tmp_path, monkeypatch):
+    from parvox.spmd.verify import first_difference, outputs
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "x.bin").write_bytes(b"abc")
+    (tmp_path / "link").symlink_to(tmp_path / "a" / "x.bin")
+    assert outputs(tmp_path) == {"a/x.bin": b"abc"}  # links (the inputs) are not outputs
+    assert (
+        first_difference(b"1\n", b"1\n", {"x": b"abc"}, {"x": b"abd"}) == "x differs (byte 2 of 3)"
+    )
+    assert first_difference(b"", b"", {"x": b""}, {}) == "x is written serially but not in parallel"
+    assert first_difference(b"1\n", b"1\n2\n", {}, {}) == "stdout line 2 is extra in parallel: '2'"
+
+
+def test_verify_refuses_to_run_inside_an_external_mpiexec(progs):
+    proc = run_parvox("spmd", "run", str(progs / "good.py"), "--verify", mpiexec=2)
+    assert proc.returncode == 2
+    assert "argument --verify" in proc.stderr
+
+
+BAD9 = """\
+#$spmd init
+import numpy as np
+a = np.zeros((6, 2))
+#$spmd ronly
+print("start")
+#$spmd ronly
+#$spmd dopar
+for i in range(6):
+    a[i] = 1 / (i != 5) + a[i, 0]
+#$spmd a2r[P: a]
+#$spmd end
+"""
+
+
+def test_a_runtime_error_points_at_the_program_line_without_parvox_frames(progs):
+    (progs / "bad9.py").write_text(BAD9)
+    proc = run_parvox("spmd", "run", str(progs / "bad9.py"), "-n", "3", timeout=60)
+    assert proc.returncode != 0
+    err = proc.stderr
+    assert f'File "{progs / "bad9.py"}", line 9, in <module>' in err, err
+    assert "    a[i] = 1 / (i != 5) + a[i, 0]" in err
+    assert "ZeroDivisionError: division by zero" in err
+    assert "parvox: rank 2 failed: ProgramFailed: bad9.py failed: ZeroDivisionError" in err
+    assert str(progs / "cache") not in err and "parvox/spmd" not in err, err
+    frames = [ln for ln in err.splitlines() if ln.lstrip().startswith("File ")]
+    assert frames and all("bad9.py" in f for f in frames), err  # the program's frames only
+
+
+def test_a_failing_directive_points_at_the_directive(progs):
+    (progs / "bad10.py").write_text("#$spmd init\na = 3\n#$spmd r2a[P: a]\n#$spmd end\n")
+    proc = run_parvox("spmd", "run", str(progs / "bad10.py"), "-n", "2", timeout=60)
+    assert proc.returncode != 0
+    assert f'File "{progs / "bad10.py"}", line 3, in <module>' in proc.stderr, proc.stderr
+    assert "    #$spmd r2a[P: a]" in proc.stderr
+    frames = [ln for ln in proc.stderr.splitlines() if ln.lstrip().startswith("File ")]
+    assert frames and all("bad10.py" in f for f in frames), proc.stderr  # no parvox frames

@@ -45,6 +45,7 @@ import numpy as np
 
 n = 23
 img = np.zeros((n, 5))
+note = ""  # every rank has the name r2a rebinds
 #$spmd ronly
 img[...] = np.arange(n * 5.0).reshape(n, 5) % 7
 note = '''a string
@@ -222,3 +223,22 @@ def test_translations_are_cached_by_content(tmp_path):
 def test_shebang_stays_first():
     text = translate("#!/usr/bin/env python\n#$spmd init\nx = 1\n#$spmd end\n", "s.py")
     assert text.startswith("#!/usr/bin/env python\n# Translated from s.py")
+
+
+def test_a_failure_reports_the_programs_file_and_line_not_the_translation(tmp_path):
+    from parvox.spmd.program import ProgramFailed
+
+    prog = tmp_path / "bad4.py"
+    prog.write_text(
+        "#$spmd init\nimport numpy as np\n\nvalues = {'a': 1}\n#$spmd ronly\nprint('start')\n"
+        "#$spmd ronly\nfor k in ('a', 'b'):\n    print(values[k])\n#$spmd end\n"
+    )
+    translated = translate_file(prog, cache=tmp_path / "cache")
+    assert translated.with_suffix(".lines").exists()
+    with pytest.raises(ProgramFailed) as info:
+        run_translated(prog, translated, [])
+    report = info.value.report
+    frames = [ln.strip() for ln in report.splitlines() if ln.strip().startswith("File ")]
+    assert frames == [f'File "{prog}", line 9, in <module>'], report
+    assert "    print(values[k])\n" in report
+    assert report.rstrip().endswith("KeyError: 'b'")

@@ -3,8 +3,11 @@
 - ``check PROG``: every error and warning as ``PROG:LINE:COL: error: message`` with the source
   line and a caret; exit 2 when there is an error.
 - ``translate PROG [-o OUT]``: the translated program (to OUT, or stdout).
-- ``run PROG [-n N] [-- ARGS...]``: check, translate (cached by content) and run on N ranks;
-  ``ARGS`` reach the program as ``sys.argv[1:]``. A rank that fails aborts the job.
+- ``run PROG [-n N] [--verify] [-- ARGS...]``: check, translate (cached by content) and run on
+  N ranks; ``ARGS`` reach the program as ``sys.argv[1:]``. A rank that fails aborts the job
+  with the program's traceback, at the program's own lines. ``--verify`` also runs the program
+  serially and fails (exit 1, one line) at the first difference in stdout or in the files
+  written (:mod:`parvox.spmd.verify`).
 
 Examples
 --------
@@ -16,6 +19,7 @@ Examples
                ^
     $ parvox spmd translate smooth.py -o smooth_translated.py
     $ parvox spmd run smooth.py -n 4 -- in.npy
+    $ parvox spmd run smooth.py -n 4 --verify -- in.npy
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import sys
 from parvox.cli import UsageError
 from parvox.cli._common import plural
 
-__all__ = ["HELP", "add_arguments", "run", "validate"]
+__all__ = ["HELP", "add_arguments", "launch", "run", "validate"]
 
 HELP = "check, translate or run a Python program parallelised with #$spmd directives"
 
@@ -57,8 +61,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="number of MPI ranks (starts mpiexec when not already inside an MPI job)",
     )
     run_.add_argument(
+        "--verify",
+        action="store_true",
+        default=argparse.SUPPRESS,  # also taken after PROG (see _ProgramLine)
+        help="run the program serially too and fail at the first difference in its stdout or files",
+    )
+    run_.add_argument(
         "program",
-        metavar="PROG [-n N] [-- ARGS ...]",
+        metavar="PROG [-n N] [--verify] [-- ARGS ...]",
         nargs=argparse.REMAINDER,
         action=_ProgramLine,
         help="the program, then -n N and, after --, the program's own arguments",
@@ -87,7 +97,9 @@ class _ProgramLine(argparse.Action):
                 namespace.args += rest[k + 1 :]
                 break
             m = re.fullmatch(r"(-n|--nprocs)(=?)(.*)", word)
-            if m is not None:
+            if word == "--verify":
+                namespace.verify = True
+            elif m is not None:
                 value = m.group(3)
                 if not value:
                     k += 1
@@ -136,6 +148,13 @@ def validate(args: argparse.Namespace) -> None:
             raise UsageError("-o/--output", f"{args.output}: folder {folder} does not exist")
         if os.path.abspath(args.output) == os.path.abspath(args.program):
             raise UsageError("-o/--output", f"{args.output} is PROG itself; write elsewhere")
+    if args.action == "run" and getattr(args, "verify", False):
+        from parvox.launch import in_mpi_job
+
+        if in_mpi_job():
+            raise UsageError(
+                "--verify", "starts its own serial and parallel runs: give -n N outside mpiexec"
+            )
     if args.action == "check":
         return
     analysis = analyse(read_source(text, args.program))
@@ -164,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
     """Check, translate or run PROG."""
     from parvox.spmd import analyse, read_source
     from parvox.spmd.diagnostics import format_all
-    from parvox.spmd.program import run_translated, translate_file
+    from parvox.spmd.program import ProgramFailed, run_translated, translate_file
     from parvox.spmd.translator import render
 
     if args.action == "check":
@@ -173,11 +192,15 @@ def run(args: argparse.Namespace) -> int:
         if analysis.diagnostics:
             print(format_all(analysis.diagnostics, args.program, text))
             errors = sum(d.severity == "error" for d in analysis.diagnostics)
-            warnings = len(analysis.diagnostics) - errors
-            print(f"{args.program}: {plural(errors, 'error')}, {plural(warnings, 'warning')}")
+            notes = sum(d.severity == "note" for d in analysis.diagnostics)
+            warnings = len(analysis.diagnostics) - errors - notes
+            said = f", {plural(notes, 'note')}" if notes else ""
+            print(f"{args.program}: {plural(errors, 'error')}, {plural(warnings, 'warning')}{said}")
             return 2 if errors else 0
         print(f"{args.program}: no problems found")
         return 0
+    if args.action == "run" and getattr(args, "verify", False):
+        return _verify(args.program, args.args, 1)  # the runs it starts print the warnings
     _warnings(args.program)
     if args.action == "translate":
         text = _read(args.program)
@@ -191,4 +214,36 @@ def run(args: argparse.Namespace) -> int:
                 fh.write(translated)
         return 0
     translated_path = translate_file(args.program)
-    return run_translated(args.program, translated_path, args.args)
+    try:
+        return run_translated(args.program, translated_path, args.args)
+    except ProgramFailed as exc:  # the program's own traceback, at its own lines, then abort
+        from parvox import comm
+
+        r = comm.world_rank()
+        where = f"rank {r}" if r is not None else "process"
+        sys.stderr.write(f"{exc.report}parvox: {where} failed: ProgramFailed: {exc}\n")
+        comm.abort(1)
+
+
+def _verify(program: str, argv: list[str], nprocs: int) -> int:
+    from parvox.launch import MPI_JOB_ENV
+    from parvox.spmd.verify import verify_run
+
+    env = {k: v for k, v in os.environ.items() if k not in MPI_JOB_ENV}
+    result = verify_run(program, argv, nprocs, env)
+    if result.code:
+        sys.stderr.write(f"parvox spmd: error: --verify: {result.message}\n")
+    else:
+        sys.stderr.write(f"parvox spmd: --verify: {result.message}\n")
+    return result.code
+
+
+def launch(nprocs: int, argv: list[str]) -> int:
+    """Start ``parvox spmd ...`` on ``nprocs`` ranks (``--verify``: and serially, then compare)."""
+    from parvox.cli import build_parser
+    from parvox.launch import relaunch
+
+    args = build_parser().parse_args(argv)
+    if args.action == "run" and getattr(args, "verify", False):
+        return _verify(args.program, args.args, nprocs)
+    return relaunch(nprocs, ["-m", "parvox", *argv])

@@ -8,9 +8,14 @@ runs that translation on 4 ranks. The pieces:
 - :mod:`parvox.spmd.source`: reading a program (tokens, logical lines, directives);
 - :mod:`parvox.spmd.syntax` and :mod:`parvox.spmd.checker`: checking and placing the directives
   (:func:`check`);
+- :mod:`parvox.spmd.distribution` (with :mod:`~parvox.spmd.states`,
+  :mod:`~parvox.spmd.accesses`, :mod:`~parvox.spmd.loopreads`): which part of each variable
+  each rank holds, and the reads of data a rank does not hold;
 - :mod:`parvox.spmd.translator`: rendering the translation (:func:`translate`);
 - :mod:`parvox.spmd.runtime` and :mod:`parvox.spmd.transfers`: what translated programs call;
-- :mod:`parvox.spmd.program`: translating files with a cache and running them.
+- :mod:`parvox.spmd.program`: translating files with a cache and running them
+  (:mod:`parvox.spmd.linemap`: tracebacks at the program's own lines);
+- :mod:`parvox.spmd.verify`: ``parvox spmd run --verify``, a serial and a parallel run compared.
 
 Examples
 --------

@@ -30,6 +30,7 @@ import ast
 import dataclasses
 
 from parvox.spmd.diagnostics import Diagnostic, Severity
+from parvox.spmd.distribution import distribution_problems
 from parvox.spmd.language import (
     COLLECTIVE,
     RUNTIME_NAMES,
@@ -345,6 +346,8 @@ class _Checker:
             )
         self.loops(loops)
         self.program(regions)
+        if not any(d.severity == "error" for d in self.problems):
+            self.problems += distribution_problems(self.src, placements)
         return Analysis(
             self.src, tuple(placements), tuple(regions), tuple(sorted(set(self.problems)))
         )

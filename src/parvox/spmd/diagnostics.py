@@ -21,7 +21,7 @@ from typing import Literal
 
 __all__ = ["Diagnostic", "DirectiveError", "Severity", "format_all"]
 
-Severity = Literal["error", "warning"]
+Severity = Literal["error", "warning", "note"]
 
 
 @dataclasses.dataclass(frozen=True, order=True)
@@ -34,8 +34,9 @@ class Diagnostic:
         1-based source line.
     col : int
         0-based character column within the line.
-    severity : {"error", "warning"}
-        An error stops translation; a warning does not.
+    severity : {"error", "warning", "note"}
+        An error stops translation; a warning does not; a note says what the checker
+        cannot decide.
     message : str
         What is wrong and, where it helps, what to write instead.
     """

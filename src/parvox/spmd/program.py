@@ -4,8 +4,9 @@
 translation is kept in the cache directory under a name made of the program's name and a hash
 of its text and of the translator's own source, so an edit of either makes a new one. Each
 rank then runs the translated file as ``__main__``, with ``sys.argv`` and ``__file__`` those of
-the original program (so it finds its data and modules as it does when run serially);
-tracebacks point into the translated file, which is legible.
+the original program (so it finds its data and modules as it does when run serially). Beside
+the translation a line map (``.lines``) records the program line of every translated line, so
+tracebacks point at the program the user wrote, not at the cached translation.
 
 Examples
 --------
@@ -31,17 +32,37 @@ from pathlib import Path
 from parvox.errors import ParvoxError
 from parvox.io import atomic_write
 from parvox.spmd.checker import analyse
+from parvox.spmd.linemap import compile_mapped, user_traceback, write_line_map
 from parvox.spmd.source import read_source
-from parvox.spmd.translator import render
+from parvox.spmd.translator import render_with_lines
 
 __all__ = ["ProgramFailed", "cache_dir", "run_translated", "translate_file"]
 
 
 class ProgramFailed(ParvoxError):
-    """The translated program raised an exception (chained as ``__cause__``)."""
+    """The translated program raised an exception (chained as ``__cause__``).
+
+    :attr:`report` is its traceback as the user should see it: the program's own frames, at
+    the lines of the program file, without parvox's internal frames.
+    """
+
+    def __init__(self, message: str, report: str = "") -> None:
+        super().__init__(message)
+        self.report = report
 
 
-_TRANSLATOR = ("language.py", "source.py", "syntax.py", "checker.py", "translator.py")
+_TRANSLATOR = (
+    "language.py",
+    "source.py",
+    "syntax.py",
+    "checker.py",
+    "states.py",
+    "accesses.py",
+    "loopreads.py",
+    "distribution.py",
+    "translator.py",
+    "linemap.py",
+)
 
 
 def cache_dir() -> Path:
@@ -80,8 +101,9 @@ def translate_file(
     target = where / f"{source.stem}-{_key(text)}.py"
     if target.exists():
         return target
-    translated = render(analyse(read_source(text, str(source))))
+    translated, lines = render_with_lines(analyse(read_source(text, str(source))))
     where.mkdir(parents=True, exist_ok=True)
+    write_line_map(target, lines)
     with atomic_write(target, "w") as fh:
         fh.write(translated)
     return target
@@ -101,7 +123,7 @@ def run_translated(
 
     original = Path(original).resolve()
     spmd.reset()  # nothing of a program run before in this process carries over
-    code = compile(Path(translated).read_text(encoding="utf-8"), str(translated), "exec")
+    code = compile_mapped(original, Path(translated))
     module = types.ModuleType("__main__")
     module.__file__ = str(original)
     module.__builtins__ = __builtins__  # type: ignore[attr-defined]
@@ -117,7 +139,9 @@ def run_translated(
         sys.stderr.write(f"{stop.code}\n")
         return 1
     except Exception as exc:
-        raise ProgramFailed(f"{original.name} failed: {type(exc).__name__}: {exc}") from exc
+        raise ProgramFailed(
+            f"{original.name} failed: {type(exc).__name__}: {exc}", user_traceback(exc)
+        ) from exc
     finally:
         sys.argv, sys.path[:] = saved[0], saved[1]
         if saved[2] is not None:

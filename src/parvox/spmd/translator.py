@@ -61,7 +61,7 @@ from parvox.spmd.language import (
 )
 from parvox.spmd.source import read_source
 
-__all__ = ["render", "translate"]
+__all__ = ["render", "render_with_lines", "translate"]
 
 _IMPORT = "from parvox.spmd.runtime import spmd"
 
@@ -360,6 +360,23 @@ def _import_line(analysis: Analysis) -> int:
 
 def render(analysis: Analysis) -> str:
     """The translated program of an error-free :class:`~parvox.spmd.checker.Analysis`."""
+    return render_with_lines(analysis)[0]
+
+
+def render_with_lines(analysis: Analysis) -> tuple[str, tuple[int, ...]]:
+    """The translation and, for each of its lines, the program line it comes from.
+
+    Inserted calls map to their directive's line, the header to line 1; a traceback through
+    the translation can so point at the program the user wrote (see
+    :func:`parvox.spmd.program.run_translated`).
+
+    Examples
+    --------
+    >>> from parvox.spmd import analyse, read_source
+    >>> text, lines = render_with_lines(analyse(read_source("#$spmd init\\nx = 1\\n", "p.py")))
+    >>> [(n, line) for n, line in zip(lines, text.splitlines()) if not line.startswith("#")]
+    [(1, 'from parvox.spmd.runtime import spmd'), (1, ''), (1, 'spmd.init()'), (2, 'x = 1')]
+    """
     if not analysis.ok:
         src = analysis.source
         raise DirectiveError(src.path, src.text, analysis.diagnostics)
@@ -381,18 +398,25 @@ def render(analysis: Analysis) -> str:
         top += 1  # a shebang and an encoding line stay first
     imports_after = max(_import_line(analysis), top)
     result = list(src.lines[:top]) + _header(src.path)
+    origin = list(range(1, top + 1)) + [1] * (len(result) - top)
     if imports_after == top:
         result += [_IMPORT, ""]
+    origin += [1] * (len(result) - len(origin))
+    firsts = {p.directive.last: p.directive.lines[0] for p in analysis.placements}
     for k in range(top + 1, n + 1):
         text = out.lines[k - 1]
         pre = out.prefix[k - 1]
         result += out.before.get(k, [])  # already indented
+        origin += [k] * (len(result) - len(origin))
         if text is not None:
             result.append(pre + text if text.strip() else text)
+            origin.append(k)
         result += [pre + line for line in out.after.get(k, [])]
+        origin += [firsts.get(k, k)] * (len(result) - len(origin))
         if k == imports_after and imports_after != top:
             result += ["", _IMPORT]
-    return "\n".join(result) + "\n"
+            origin += [k, k]
+    return "\n".join(result) + "\n", tuple(origin)
 
 
 def translate(text: str, path: str = "<program>") -> str:
