@@ -47,6 +47,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from parvox._text import plural
+
 __all__ = ["LAUNCH_S", "apply_batch_timeouts", "batch_limit", "mpi_test", "run_bodies"]
 
 _BEGIN = "=== parvox-test-begin "
@@ -249,7 +251,7 @@ def _run_batch(
                     why += f"\nbody exceeded its timeout of {b.timeout:g} s at {nprocs} ranks (deadlock?)"
                 results[b.module, b.name] = (
                     False,
-                    f"failed at {nprocs} rank(s) (mpiexec exit {code}):\n{why.strip()}",
+                    f"failed at {plural(nprocs, 'rank')} (mpiexec exit {code}):\n{why.strip()}",
                 )
             else:
                 still.append(b)

@@ -189,7 +189,7 @@ def test_verify_fails_at_the_first_difference_and_passes_a_correct_program(tmp_p
     assert proc.returncode == 1, proc.stderr
     last = proc.stderr.strip().splitlines()[-1]
     assert last == (
-        "parvox spmd: error: --verify: 3 rank(s) differ from the serial run: stdout line 2 "
+        "parvox spmd: error: --verify: 3 ranks differ from the serial run: stdout line 2 "
         "differs: serially 'sum 21320', in parallel 'sum 14440'"
     )
     assert proc.stdout == "rows 40\nsum 14440\n"  # the parallel run's output, passed on

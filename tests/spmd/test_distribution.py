@@ -65,7 +65,7 @@ def test_check_prints_file_line_col_and_exits_2(capsys):
     assert main(["spmd", "check", path]) == 2
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith(f"{path}:13:14: error: `img[i - 1]` reads 1 row(s) beyond")
-    assert out[-1] == f"{path}: 1 error(s), 0 warning(s)"
+    assert out[-1] == f"{path}: 1 error, 0 warnings"
 
 
 # ------------------------------------------------------------------ more of the class

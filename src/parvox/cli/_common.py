@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from parvox import io
+from parvox._text import plural
 
 __all__ = ["add_in_out", "check_in", "check_out", "plural", "slab_layout"]
 
@@ -49,19 +50,6 @@ def check_out(
         return io.check_writable(args.output, dtype, shape, param="OUT")
     except ValueError as exc:
         raise UsageError("OUT", str(exc)) from None
-
-
-def plural(n: int, word: str, words: str | None = None) -> str:
-    """``n`` and ``word`` in the number ``n`` asks for: every count the CLI prints goes here.
-
-    Examples
-    --------
-    >>> plural(1, "component"), plural(3, "iteration"), plural(2, "pyramid level")
-    ('1 component', '3 iterations', '2 pyramid levels')
-    >>> plural(0, "extent"), plural(1, "rank"), plural(2, "index", "indices")
-    ('0 extents', '1 rank', '2 indices')
-    """
-    return f"{n} {word if n == 1 else (words or word + 's')}"
 
 
 def slab_layout(shape: tuple[int, ...], nprocs: int, halo: int) -> dict[str, int]:

@@ -25,7 +25,7 @@ Examples
 >>> translate(program.replace("dopar[x]", "dopar"), "p.py")
 Traceback (most recent call last):
 ...
-parvox.spmd.diagnostics.DirectiveError: p.py: 1 error(s) in the #$spmd directives
+parvox.spmd.diagnostics.DirectiveError: p.py: 1 error in the #$spmd directives
 p.py:3:8: error: dopar: the loop body indexes no array with `i` (as in `a[i, ...]`); name the array whose rows split the loop: dopar[a]
     #$spmd dopar
            ^

@@ -19,6 +19,8 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Literal
 
+from parvox._text import plural
+
 __all__ = ["Diagnostic", "DirectiveError", "Severity", "format_all"]
 
 Severity = Literal["error", "warning", "note"]
@@ -76,4 +78,4 @@ class DirectiveError(ValueError):
         self.diagnostics = tuple(sorted(diagnostics))
         self.report = format_all(self.diagnostics, path, source)
         errors = sum(d.severity == "error" for d in self.diagnostics)
-        super().__init__(f"{path}: {errors} error(s) in the #$spmd directives\n{self.report}")
+        super().__init__(f"{path}: {plural(errors, 'error')} in the #$spmd directives\n{self.report}")

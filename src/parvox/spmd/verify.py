@@ -31,6 +31,8 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from parvox._text import plural
+
 __all__ = ["VerifyResult", "first_difference", "outputs", "verify_run"]
 
 
@@ -116,7 +118,7 @@ def verify_run(
         sys.stderr.flush()
         if p.returncode != 0:
             return VerifyResult(
-                p.returncode, f"the run on {nprocs} rank(s) failed (exit {p.returncode})"
+                p.returncode, f"the run on {plural(nprocs, 'rank')} failed (exit {p.returncode})"
             )
         if s.returncode != 0:
             tail = s.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
@@ -124,11 +126,11 @@ def verify_run(
         theirs, ours = outputs(serial), outputs(parallel)
         diff = first_difference(s.stdout, p.stdout, theirs, ours)
         if diff is not None:
-            return VerifyResult(1, f"{nprocs} rank(s) differ from the serial run: {diff}")
+            return VerifyResult(1, f"{plural(nprocs, 'rank')} differ from the serial run: {diff}")
         for name in ours:
             target = here / name
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.move(str(parallel / name), str(target))
     return VerifyResult(
-        0, f"the run on {nprocs} rank(s) matches the serial run (stdout and {len(ours)} file(s))"
+        0, f"the run on {plural(nprocs, 'rank')} matches the serial run (stdout and {plural(len(ours), 'file')})"
     )
