@@ -73,6 +73,16 @@ def test_the_manifest_is_valid_and_registered_by_the_entry_point():
     assert getattr(__import__(module, fromlist=[func]), func) is get_reader
 
 
+def test_the_installed_distribution_brings_the_manifest():
+    from importlib.metadata import entry_points
+
+    if not any(ep.name == "parvox" for ep in entry_points(group="napari.manifest")):
+        pytest.skip("parvox is installed without its napari entry point (reinstall it)")
+    mf = npe2.PluginManifest.from_distribution("parvox")
+    assert mf.name == "parvox"
+    assert [r.command for r in mf.contributions.readers] == ["parvox.get_reader"]
+
+
 @pytest.mark.parametrize("rgb", [False, True], ids=["scalar", "rgb"])
 def test_an_image_store_opens_as_a_multiscale_image(pm, tmp_path, rgb):
     path, vol = _store(tmp_path, "img", (11, 9, 13), np.uint8 if rgb else np.uint16, rgb=rgb)
