@@ -12,6 +12,7 @@ Examples
 (4, (3, 4, 4))
 """
 
+from parvox.volume.array import VolumeArray, open, to_xarray
 from parvox.volume.cache import DEFAULT_CACHE_BYTES, CacheStats, ExtentReader
 from parvox.volume.config import (
     DiskMap,
@@ -47,6 +48,7 @@ __all__ = [
     "StoreWriter",
     "VolumeMeta",
     "VolumeSource",
+    "VolumeArray",
     "VolumeStore",
     "choose_offsets",
     "default_disk_map",
@@ -54,8 +56,10 @@ __all__ = [
     "ingest",
     "ingest_array",
     "load_disk_map",
+    "open",
     "open_source",
     "open_store",
     "parse_disk_map",
     "phantom",
+    "to_xarray",
 ]
