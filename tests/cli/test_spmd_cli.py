@@ -198,7 +198,7 @@ def test_verify_fails_at_the_first_difference_and_passes_a_correct_program(tmp_p
     proc = run_parvox("spmd", "run", "--verify", str(tmp_path / "computed_fixed.py"), "-n", "2")
     check_ok(proc)
     assert proc.stdout == "rows 40\nsum 21320\n"
-    assert "matches the serial run (stdout and 1 file(s))" in proc.stderr
+    assert "matches the serial run (stdout and 1 file)" in proc.stderr
     assert sorted(p.name for p in work.iterdir()) == ["out.npy"]
 
 
