@@ -65,6 +65,20 @@ PRELUDES: dict[str, str] = {
         "    _np.save('volume.npy', _np.random.default_rng(0).random((40, 17, 30)))\n"
         "_MPI.COMM_WORLD.Barrier()\n"
     ),
+    "docs/volume.md": (  # the reader's CT (NIfTI, axes x, y, z) and a folder of TIFF slices
+        "import os as _os\n"
+        "import nibabel as _nib\n"
+        "import numpy as _np\n"
+        "import tifffile as _tiff\n"
+        "from mpi4py import MPI as _MPI\n"
+        "_ct = _np.random.default_rng(0).integers(0, 4000, (24, 20, 16)).astype(_np.int16)\n"
+        "if _MPI.COMM_WORLD.rank == 0:\n"
+        "    _nib.save(_nib.Nifti1Image(_ct.T, _np.diag([0.5, 0.6, 2.0, 1.0])), 'ct.nii.gz')\n"
+        "    _os.mkdir('stack')\n"
+        "    for _z in range(24):\n"
+        "        _tiff.imwrite(f'stack/slice{_z:03d}.tif', _ct[_z].astype(_np.uint16))\n"
+        "_MPI.COMM_WORLD.Barrier()\n"
+    ),
     "docs/spmd-directives.md": (
         "import numpy as _np\n"
         "from mpi4py import MPI as _MPI\n"
@@ -84,6 +98,11 @@ CHECKS: dict[str, str] = {
         "_t, _m = _read('median.tif'), _np.load('median.npy')\n"
         "assert _t.dtype == _np.uint16 and _t.max() > 1000, ('median.tif', _t.dtype, _t.max())\n"
         "assert _np.array_equal(_t, _np.rint(_m * 65535)), 'median.tif is not median.npy scaled'\n"
+    ),
+    "docs/volume.md": (
+        "from parvox.volume import VolumeStore as _VS\n"
+        "assert _np.array_equal(_VS('ct.store').read_volume(), _ct), 'ct.store'\n"
+        "assert _np.array_equal(_VS('vh.store').read_volume(), _ct), 'vh.store'\n"
     ),
     "docs/spmd-directives.md": (  # the smoothing program and the wavefront, against NumPy loops
         "from mpi4py import MPI as _MPI\n"
