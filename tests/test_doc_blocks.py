@@ -298,3 +298,14 @@ def test_claims_are_checked():
     block = Block("t.md", 1, ">>> 1 + 1\n3\n", None)
     with pytest.raises(AssertionError):
         _run_block(block, {})
+
+
+def test_translations_are_checked():
+    """A block showing a translation must match the translator's lines (``...``: a prefix)."""
+    translated = "x = 1\n# spmd: dopar -- this rank runs its part of the rows of out\ny = 2\n"
+    shown = Block("t.md", 1, "x = 1\n# spmd: dopar -- this rank runs ...\n", None)
+    _shown_translation(shown, [translated])
+    with pytest.raises(AssertionError, match="no line"):
+        _shown_translation(Block("t.md", 1, "x = 2\n# spmd: dopar\n", None), [translated])
+    with pytest.raises(AssertionError, match="starts as"):
+        _shown_translation(Block("t.md", 1, "# spmd: pipe ...\n", None), [translated])
