@@ -15,9 +15,14 @@ What a block claims is checked:
   a defect);
 - a page's own checks in :data:`CHECKS` (e.g. io.md's TIFF is not all zero).
 
-A block preceded by ``<!-- skip: reason -->`` is not run: for blocks that need a server, a
-large data set or a file the reader brings. Blocks that do not run yet are listed in
-:data:`NOT_YET` with what is missing; each shows up as a skipped item naming it.
+A block preceded by ``<!-- skip: reason -->`` is not run (for a block that truly needs a
+server or a browser); each shows up as a skipped item naming it.
+
+A block with ``#$spmd`` directive lines is a directive program: it is translated with
+:func:`parvox.spmd.translate` and the translation runs (on a fresh runtime), so at 3 ranks
+the directives really split the work. A block that shows a translation (its lines hold
+``# spmd:`` comments) is checked instead: each of its lines is a line of the translation of
+an earlier directive block of the page (a line ending in ``...`` is shortened: its start).
 """
 
 from __future__ import annotations
@@ -44,11 +49,11 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 _FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
 _SKIP = re.compile(r"<!--\s*skip:\s*(.+?)\s*-->\s*$")
 _CLAIM = re.compile(r"^(?P<code>[^#\n]*?\S)[ \t]*#[ \t]*->[ \t]*(?P<value>.+?)[ \t]*$")
-#: a page that uses MPI runs at 3 ranks too
+#: a page that uses MPI (directives included) runs at 3 ranks too
 _USES_MPI = re.compile(
     r"\bmpi4py\b|\bparvox\.(distarray|collectives|comm|blocks|dataflow|fft|ndimage|io|loops|"
     r"solvers|recon|slicing|server|compositing|particles|volume|spmd)\b|"
-    r"from parvox import"
+    r"from parvox import|#\$spmd"
 )
 
 #: names and files a page's prose assumes, made before its blocks run (on every rank)
@@ -58,6 +63,27 @@ PRELUDES: dict[str, str] = {
         "from mpi4py import MPI as _MPI\n"
         "if _MPI.COMM_WORLD.rank == 0:\n"
         "    _np.save('volume.npy', _np.random.default_rng(0).random((40, 17, 30)))\n"
+        "_MPI.COMM_WORLD.Barrier()\n"
+    ),
+    "docs/volume.md": (  # the reader's CT (NIfTI, axes x, y, z) and a folder of TIFF slices
+        "import os as _os\n"
+        "import nibabel as _nib\n"
+        "import numpy as _np\n"
+        "import tifffile as _tiff\n"
+        "from mpi4py import MPI as _MPI\n"
+        "_ct = _np.random.default_rng(0).integers(0, 4000, (24, 20, 16)).astype(_np.int16)\n"
+        "if _MPI.COMM_WORLD.rank == 0:\n"
+        "    _nib.save(_nib.Nifti1Image(_ct.T, _np.diag([0.5, 0.6, 2.0, 1.0])), 'ct.nii.gz')\n"
+        "    _os.mkdir('stack')\n"
+        "    for _z in range(24):\n"
+        "        _tiff.imwrite(f'stack/slice{_z:03d}.tif', _ct[_z].astype(_np.uint16))\n"
+        "_MPI.COMM_WORLD.Barrier()\n"
+    ),
+    "docs/spmd-directives.md": (
+        "import numpy as _np\n"
+        "from mpi4py import MPI as _MPI\n"
+        "if _MPI.COMM_WORLD.rank == 0:\n"
+        "    _np.save('in.npy', _np.random.default_rng(0).random((512, 512)))\n"
         "_MPI.COMM_WORLD.Barrier()\n"
     ),
 }
@@ -73,49 +99,27 @@ CHECKS: dict[str, str] = {
         "assert _t.dtype == _np.uint16 and _t.max() > 1000, ('median.tif', _t.dtype, _t.max())\n"
         "assert _np.array_equal(_t, _np.rint(_m * 65535)), 'median.tif is not median.npy scaled'\n"
     ),
-}
-
-#: (page, a line of the block) -> what it lacks to run; the lead turns these into runnable
-#: blocks (or a ``<!-- skip: reason -->`` where a block needs a server or big data)
-NOT_YET: dict[tuple[str, str], str] = {
-    ("docs/blocks.md", "from parvox.blocks import Master, RegularDecomposer"):
-        "fragment: make_block and use are undefined",
-    ("docs/blocks.md", "from parvox.blocks import merge_reduce, swap_reduce, reduce"):
-        "fragment: master, op, item, arrays, partners, something are undefined",
-    ("docs/collectives.md", "total = coll.allreduce(local_image"):
-        "fragment: local_image, vec, c_l, read_and_project, n_chunks, P are undefined",
-    ("docs/collectives.md", "comm = Intracomm(MPI.COMM_WORLD"): "fragment: buf, x, y are undefined",
-    ("docs/collectives.md", "blobs = tiles.pipelined_gather("):
-        "fragment: n_blocks, compress, block are undefined",
-    ("docs/collectives.md", "owner = labels % MPI.COMM_WORLD.size"):
-        "fragment: labels, values are undefined",
-    ("docs/compositing.md", "master = Master(nimages)"): "fragment: nimages, img, images undefined",
-    ("docs/dataflow.md", "split=lambda n: (Token(i % 4,"):
-        "Token(i % 4, ...) sends to ranks 0..3: fails at fewer than 4 ranks",
-    ("docs/fft.md", "plan = fft.DistFFT((256, 256, 256)"): "a 256^3 plan: too big for the test",
-    ("docs/omezarr.md", "export_ome_zarr(\"vh.store\""): "needs the store vh.store",
-    ("docs/particles.md", "assert (ends == trace_serial("):
-        "ends is rank 0's only (None elsewhere), but every rank asserts on it",
-    ("docs/pyramid.md", "build_pyramid(\"vh.store\", 3)"): "needs the store vh.store",
-    ("docs/pyramid.md", "with SliceEngine(\"vh.store\")"): "needs the store vh.store and a plane",
-    ("docs/recon.md", "scanner = recon.Scanner.preset"):
-        "simulates 2e6 counts (slow) and prints on every rank",
-    ("docs/server.md", "run_server(\"store\""): "starts a server",
-    ("docs/slicing.md", "with SliceEngine(\"vh.store\")"): "needs the store vh.store",
-    ("docs/solvers.md", "u, info = poisson(f, spacing=h"): "fragment: f and h are undefined",
-    ("docs/spmd-directives.md", "#$spmd init"): "needs in.npy",
-    ("docs/spmd-directives.md", "...the code to time"): "pseudo-code",
-    ("docs/spmd-directives.md", "area[y, x] = img[y, x]"): "fragment: rows, cols, img, a, b",
-    ("docs/spmd-directives.md", "total = hist.copy()"): "fragment: hist is undefined",
-    ("docs/spmd-directives.md", "spmd.r2a_part(img, halo=1)"): "fragment: spmd, img undefined",
-    ("docs/spmd.md", "results = dodyn(200, expensive"):
-        "fragment: expensive, image, render_row are undefined",
-    ("docs/spmd.md", "for i in pipe(y, range(1, len(y))"): "fragment: y, a, x are undefined",
-    ("docs/spmd.md", "for rows, cols in pipe_tiles(s,"): "fragment: s, n, m, a, b undefined",
-    ("docs/spmd.md", "collectives.configure(comm,"): "fragment: comm is undefined",
-    ("docs/spmd.md", "def read_header(path): ..."): "fragment: prints on every rank",
-    ("docs/spmd.md", "@mpi_test(ranks=(1, 2, 3, 4)"): "a pytest test, not a script",
-    ("docs/volume.md", "ingest(\"ct.nii.gz\""): "needs ct.nii.gz and a TIFF folder",
+    "docs/volume.md": (
+        "from parvox.volume import VolumeStore as _VS\n"
+        "assert _np.array_equal(_VS('ct.store').read_volume(), _ct), 'ct.store'\n"
+        "assert _np.array_equal(_VS('vh.store').read_volume(), _ct), 'vh.store'\n"
+    ),
+    "docs/spmd-directives.md": (  # the smoothing program and the wavefront, against NumPy loops
+        "from mpi4py import MPI as _MPI\n"
+        "import numpy as _np\n"
+        "from parvox.decomposition import split_extent as _split\n"
+        "_i = _np.load('in.npy')\n"
+        "_o = _np.zeros_like(_i)\n"
+        "_o[1:-1, 1:-1] = (_i[:-2, 1:-1] + _i[1:-1, 1:-1] + _i[2:, 1:-1]) / 3\n"
+        "assert _np.allclose(_np.load('out.npy'), _o / _o.max()), 'out.npy'\n"
+        "_r = img.copy()\n"
+        "for _y in range(1, rows):\n"
+        "    for _x in range(1, cols):\n"
+        "        _r[_y, _x] = (img[_y, _x] + a * _r[_y - 1, _x] + b * _r[_y, _x - 1]\n"
+        "                      - a * b * _r[_y - 1, _x - 1])\n"
+        "_lo, _hi = _split(rows, _MPI.COMM_WORLD.size, _MPI.COMM_WORLD.rank)\n"
+        "assert _np.allclose(area[_lo:_hi], _r[_lo:_hi]), 'pipe_tiles: the rows of this rank'\n"
+    ),
 }
 
 
@@ -141,14 +145,6 @@ def page_blocks(path: Path) -> list[Block]:
         line = before.count("\n") + 2  # the first line of code
         out.append(Block(page, line, m.group(1), skip.group(1) if skip else None))
     return out
-
-
-def not_yet(block: Block) -> str | None:
-    """Why ``block`` does not run yet (an entry of :data:`NOT_YET`), or None."""
-    for (page, line), why in NOT_YET.items():
-        if page == block.page and line in block.code:
-            return why
-    return None
 
 
 def _with_claims(code: str) -> str:
@@ -179,7 +175,40 @@ def _claim(value: Any, shown: str) -> None:
     raise AssertionError(f"the docs show {shown}, the code gives {value!r}")
 
 
+_DIRECTIVE = re.compile(r"^[ \t]*#\$spmd\b", re.M | re.I)
+_TRANSLATED = re.compile(r"^[ \t]*# spmd:", re.M)
+
+
+def _shown_translation(block: Block, translations: list[str]) -> None:
+    """Each line of ``block`` is a line of one of ``translations`` (``...``: a shortened line)."""
+    lines = {line.strip() for t in translations for line in t.splitlines()}
+    for shown in (line.strip() for line in block.code.splitlines()):
+        if not shown:
+            continue
+        if shown.endswith("..."):
+            if not any(line.startswith(shown[:-3].rstrip()) for line in lines):
+                raise AssertionError(f"no line of the translation starts as {shown!r}")
+        elif shown not in lines:
+            raise AssertionError(f"the translation has no line {shown!r}")
+
+
+def _run_directives(block: Block, ns: dict[str, Any]) -> None:
+    from parvox.spmd import translate
+    from parvox.spmd.runtime import spmd
+
+    translated = translate(block.code, f"{block.page}:{block.line}")
+    ns.setdefault("__translations__", []).append(translated)
+    spmd.reset()  # a page's directive blocks are separate programs
+    exec(compile(translated, f"{ROOT / block.page} (translated, line {block.line})", "exec"), ns)
+
+
 def _run_block(block: Block, ns: dict[str, Any]) -> None:
+    if _TRANSLATED.search(block.code):
+        _shown_translation(block, ns.get("__translations__", []))
+        return
+    if _DIRECTIVE.search(block.code):
+        _run_directives(block, ns)
+        return
     if ">>> " in block.code:
         test = doctest.DocTestParser().get_doctest(block.code, ns, block.page, block.page,
                                                    block.line - 1)
@@ -204,7 +233,7 @@ def run_page(page: str) -> None:
     with contextlib.redirect_stdout(printed):
         exec(PRELUDES.get(page, ""), ns)
         for block in page_blocks(ROOT / page):
-            if block.skip or not_yet(block):
+            if block.skip:
                 continue
             try:
                 _run_block(block, ns)
@@ -223,7 +252,7 @@ def run_page(page: str) -> None:
 
 
 def _runs(page: Path) -> list[Block]:
-    return [b for b in page_blocks(page) if not b.skip and not not_yet(b)]
+    return [b for b in page_blocks(page) if not b.skip]
 
 
 # one body per page with blocks to run, at 1 rank, and at 3 where the page uses MPI
@@ -242,7 +271,7 @@ for _page in PAGES:
     _body.__doc__ = f"The python blocks of {_rel} run and show what they claim."
     globals()[_name] = mpi_test(ranks=_ranks, timeout=120)(_body)
 
-_WAITING = [(b, why) for p in PAGES for b in page_blocks(p) if (why := b.skip or not_yet(b))]
+_WAITING = [(b, b.skip) for p in PAGES for b in page_blocks(p) if b.skip]
 
 
 @pytest.mark.parametrize(
@@ -269,3 +298,14 @@ def test_claims_are_checked():
     block = Block("t.md", 1, ">>> 1 + 1\n3\n", None)
     with pytest.raises(AssertionError):
         _run_block(block, {})
+
+
+def test_translations_are_checked():
+    """A block showing a translation must match the translator's lines (``...``: a prefix)."""
+    translated = "x = 1\n# spmd: dopar -- this rank runs its part of the rows of out\ny = 2\n"
+    shown = Block("t.md", 1, "x = 1\n# spmd: dopar -- this rank runs ...\n", None)
+    _shown_translation(shown, [translated])
+    with pytest.raises(AssertionError, match="no line"):
+        _shown_translation(Block("t.md", 1, "x = 2\n# spmd: dopar\n", None), [translated])
+    with pytest.raises(AssertionError, match="starts as"):
+        _shown_translation(Block("t.md", 1, "# spmd: pipe ...\n", None), [translated])
