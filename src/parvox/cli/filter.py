@@ -236,5 +236,6 @@ def _check_memory(args: argparse.Namespace, shape: tuple[int, ...], in_dtype: np
     halo = [width // 2 if a == 0 and nblocks > 1 else 0 for a in range(len(shape))]
     estimate = filter_bytes(kernel, block, dtype, window, halo=halo,
                             out_dtype=_out_dtype(op, dtype))
-    value = getattr(args, param)
-    check_fits(estimate, c, what=f"--op {op} ({kernel})", size=value, param=param)
+    value = getattr(args, param) if param in OPS[op] else None
+    what = f"--op {op} ({kernel})" if value is not None else f"--op {op} of {shape}"
+    check_fits(estimate, c, what=what, size=value, param=param)
