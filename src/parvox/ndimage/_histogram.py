@@ -8,9 +8,10 @@ slice at each step, so the selection costs what the histogram's update and searc
 - :func:`rank_filter_u8`: Perreault and Hébert's median ("Median filtering in constant time",
   IEEE TIP 16(9), 2007) for ``uint8``. Every column of the padded block keeps a histogram of
   the ``s0 x s1`` values above it; moving down a row updates each column histogram by
-  ``2 * s0`` values, moving right along a row adds one column histogram to the window's and
-  subtracts another (256 bins, vectorised), and a 16-bin coarse histogram guides the search.
-  Per pixel ``O(256 + s0)``: independent of the window's size on 2-D images.
+  ``2 * s0`` values, moving right along a row adds one column's 16-bin coarse histogram to the
+  window's and subtracts another, and the 16 fine bins of a coarse bin are brought up to date
+  (from the column histograms passed since) only when the selection needs them. Per pixel
+  ``O(16 + s0)`` on average: independent of the window's size on 2-D images.
 - :func:`rank_filter_keys`: Huang's sliding histogram ("A fast two-dimensional median filtering
   algorithm", 1979) with a two-level (coarse + fine) histogram over integer keys, for
   ``uint16`` values and for the dense ranks of any other dtype (:func:`dense_keys`). The

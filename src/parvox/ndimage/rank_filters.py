@@ -3,10 +3,14 @@
 Same names, keywords and results as scipy's (exact: a rank filter selects one of the window's
 values). scipy checks the arguments on a one-element probe on every rank first; each block is
 then extended by a halo of the window's reach (from as many blocks away as needed) and filtered
-by scipy's own function, or, for the median, rank and percentile filters of the common dtypes,
-by the sorting network of :mod:`parvox.ndimage._selection` (over ten times faster than scipy's
-per-pixel selection, same values). ``generic_filter`` calls the user's function for every
-pixel of every block's core and halo, as scipy calls it for every pixel of the array.
+by the kernel :func:`plan_rank_kernel` picks: scipy's own, the sorting network of
+:mod:`parvox.ndimage._selection` (windows up to 128 elements), or the sliding histograms of
+:mod:`parvox.ndimage._histogram` (box windows on 2-3-D blocks: uint8, uint16, and the sorted keys
+of the other dtypes), whose cost does not grow with the window. Before any work the filter's
+peak memory per rank is estimated (:mod:`parvox.ndimage._memory`); one that does not fit the
+node raises ``ParameterError("size", ...)`` on every rank. ``generic_filter`` calls the user's
+function for every pixel of every block's core and halo, as scipy calls it for every pixel of
+the array.
 
 Examples
 --------
@@ -349,10 +353,13 @@ def median_filter(
 ) -> DistArray:
     """Median filter (``scipy.ndimage.median_filter``); exact.
 
-    Blocks of a float32/64 or up-to-32-bit integer dtype without NaN, with at most 128 window
-    elements and ``output`` of the input dtype, are filtered by a pruned sorting network
-    (:mod:`parvox.ndimage._selection`); the rest by ``scipy.ndimage.median_filter`` itself.
-    Either way the result equals scipy's on the whole array.
+    Blocks of a float32/64 or up-to-32-bit integer dtype without NaN and ``output`` of the
+    input dtype are filtered by a pruned sorting network (:mod:`parvox.ndimage._selection`) for
+    windows of at most 128 elements, by sliding histograms (:mod:`parvox.ndimage._histogram`)
+    for larger box windows on 2-D and 3-D arrays (and uint8 box windows above 48 elements);
+    the rest by ``scipy.ndimage.median_filter`` itself. Either way the result equals scipy's on
+    the whole array. A window whose estimated memory exceeds the node's raises
+    ``ParameterError("size", ...)`` before any work.
 
     Examples
     --------
