@@ -10,8 +10,10 @@ slice at each step, so the selection costs what the histogram's update and searc
   the ``s0 x s1`` values above it; moving down a row updates each column histogram by
   ``2 * s0`` values, moving right along a row adds one column's 16-bin coarse histogram to the
   window's and subtracts another, and the 16 fine bins of a coarse bin are brought up to date
-  (from the column histograms passed since) only when the selection needs them. Per pixel
-  ``O(16 + s0)`` on average: independent of the window's size on 2-D images.
+  (from the column histograms passed since) only when the selection needs them. The counts
+  are uint16, updated four at a time as the lanes of a 64-bit word (no lane can carry: the
+  window holds every column it subtracts, and fewer than 65,536 values). Per pixel
+  ``O(1 + s0)``: independent of the window's size on 2-D images.
 - :func:`rank_filter_keys`: Huang's sliding histogram ("A fast two-dimensional median filtering
   algorithm", 1979) with a two-level (coarse + fine) histogram over integer keys, for
   ``uint16`` values and for the dense ranks of any other dtype (:func:`dense_keys`). The
@@ -35,6 +37,7 @@ True
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -140,22 +143,25 @@ def rank_filter_u8(padded: np.ndarray, size: Sequence[int], rank: int) -> np.nda
     n = int(np.prod(size))
     if not 0 <= rank < n:
         raise ValueError(f"rank must be in [0, {n}), got {rank}")
+    if n >= 1 << 16 or sys.byteorder != "little":
+        return rank_filter_keys(padded, size, rank, 256)
     src, s = _as3d(padded, size)
-    count = np.uint16 if n < 1 << 16 else np.uint32
     out = np.empty((1,) * (3 - len(shape)) + shape, np.uint8)
-    col = np.zeros((src.shape[2], 256), count)
-    colc = np.zeros((src.shape[2], 16), count)
-    _perreault(src, s[0], s[1], s[2], rank, col, colc, out)
+    col = np.zeros((src.shape[2], 256), np.uint16)
+    colc = np.zeros((src.shape[2], 16), np.uint16)
+    _perreault(src, s[0], s[1], s[2], rank, col, colc, col.view(np.uint64),
+               colc.view(np.uint64), out)
     return out.reshape(shape)
 
 
 @numba.njit(nogil=True, cache=True)
-def _perreault(src, s0, s1, s2, k, col, colc, out):  # pragma: no cover (jit)
+def _perreault(src, s0, s1, s2, k, col, colc, col64, colc64, out):  # pragma: no cover (jit)
     nz, ny, nx = out.shape
     width = src.shape[2]
-    kern = np.zeros(256, col.dtype)
-    kernc = np.zeros(16, col.dtype)
-    synced = np.empty(16, np.int64)  # the x at which each 16-bin segment of kern is valid
+    kern = np.zeros(64, np.uint64)    # 256 uint16 counts, four to a word
+    kernc = np.zeros(4, np.uint64)    # 16 uint16 coarse counts
+    synced = np.empty(16, np.int64)  # the x at which each coarse bin's fine counts are valid
+    m16 = np.uint64(0xFFFF)
     for z in range(nz):
         col[:, :] = 0
         colc[:, :] = 0
@@ -175,42 +181,43 @@ def _perreault(src, s0, s1, s2, k, col, colc, out):  # pragma: no cover (jit)
                         w = src[z + dz, y + s1 - 1, x]
                         col[x, w] += 1
                         colc[x, w >> 4] += 1
-            kernc[:] = 0
+            for i in range(4):
+                kernc[i] = 0
             for x in range(s2):
-                for b in range(16):
-                    kernc[b] += colc[x, b]
+                for i in range(4):
+                    kernc[i] += colc64[x, i]
             synced[:] = -(s2 + 1)
             for x in range(nx):
                 if x > 0:
                     xa = x + s2 - 1
                     xs = x - 1
-                    for b in range(16):
-                        kernc[b] += colc[xa, b] - colc[xs, b]
+                    for i in range(4):
+                        kernc[i] = kernc[i] - colc64[xs, i] + colc64[xa, i]
                 acc = 0
                 c = 0
                 while True:
-                    t = acc + kernc[c]
+                    t = acc + np.int64((kernc[c >> 2] >> np.uint64(16 * (c & 3))) & m16)
                     if t > k:
                         break
                     acc = t
                     c += 1
-                # bring bucket c's fine segment up to date (lazily, as Perreault-Hebert)
-                b0 = c << 4
+                # bring coarse bin c's 16 fine counts (4 words) up to date, lazily
+                w0 = c << 2
                 last = synced[c]
                 if x - last > s2:
-                    for b in range(16):
-                        kern[b0 + b] = 0
+                    for i in range(4):
+                        kern[w0 + i] = 0
                     for j in range(x, x + s2):
-                        for b in range(16):
-                            kern[b0 + b] += col[j, b0 + b]
+                        for i in range(4):
+                            kern[w0 + i] += col64[j, w0 + i]
                 else:
                     for j in range(last, x):
-                        for b in range(16):
-                            kern[b0 + b] += col[j + s2, b0 + b] - col[j, b0 + b]
+                        for i in range(4):
+                            kern[w0 + i] = kern[w0 + i] - col64[j, w0 + i] + col64[j + s2, w0 + i]
                 synced[c] = x
-                b = b0
+                b = c << 4
                 while True:
-                    t = acc + kern[b]
+                    t = acc + np.int64((kern[b >> 2] >> np.uint64(16 * (b & 3))) & m16)
                     if t > k:
                         break
                     acc = t
