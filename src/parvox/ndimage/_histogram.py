@@ -193,7 +193,7 @@ def _perreault(src, s0, s1, s2, k, col, colc, col64, colc64, out):  # pragma: no
                     xs = x - 1
                     for i in range(4):
                         kernc[i] = kernc[i] - colc64[xs, i] + colc64[xa, i]
-                acc = 0
+                acc = np.int64(0)
                 c = 0
                 while True:
                     t = acc + np.int64((kernc[c >> 2] >> np.uint64(16 * (c & 3))) & m16)
