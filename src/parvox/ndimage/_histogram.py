@@ -154,6 +154,18 @@ def rank_filter_u8(padded: np.ndarray, size: Sequence[int], rank: int) -> np.nda
     return out.reshape(shape)
 
 
+@numba.njit(nogil=True, cache=True, inline="always")
+def _lane_over(words, i, acc, k):  # pragma: no cover (jit)
+    """The first uint16 lane from ``i`` of ``words`` at which ``acc`` plus the running sum of
+    the lanes exceeds ``k``, and that sum before it."""
+    while True:
+        t = acc + np.int64((words[i >> 2] >> np.uint64(16 * (i & 3))) & np.uint64(0xFFFF))
+        if t > k:
+            return i, acc
+        acc = t
+        i += 1
+
+
 @numba.njit(nogil=True, cache=True)
 def _perreault(src, s0, s1, s2, k, col, colc, col64, colc64, out):  # pragma: no cover (jit)
     nz, ny, nx = out.shape
@@ -161,7 +173,6 @@ def _perreault(src, s0, s1, s2, k, col, colc, col64, colc64, out):  # pragma: no
     kern = np.zeros(64, np.uint64)    # 256 uint16 counts, four to a word
     kernc = np.zeros(4, np.uint64)    # 16 uint16 coarse counts
     synced = np.empty(16, np.int64)  # the x at which each coarse bin's fine counts are valid
-    m16 = np.uint64(0xFFFF)
     for z in range(nz):
         col[:, :] = 0
         colc[:, :] = 0
@@ -193,14 +204,7 @@ def _perreault(src, s0, s1, s2, k, col, colc, col64, colc64, out):  # pragma: no
                     xs = x - 1
                     for i in range(4):
                         kernc[i] = kernc[i] - colc64[xs, i] + colc64[xa, i]
-                acc = np.int64(0)
-                c = 0
-                while True:
-                    t = acc + np.int64((kernc[c >> 2] >> np.uint64(16 * (c & 3))) & m16)
-                    if t > k:
-                        break
-                    acc = t
-                    c += 1
+                c, acc = _lane_over(kernc, 0, np.int64(0), k)
                 # bring coarse bin c's 16 fine counts (4 words) up to date, lazily
                 w0 = c << 2
                 last = synced[c]
@@ -215,14 +219,7 @@ def _perreault(src, s0, s1, s2, k, col, colc, col64, colc64, out):  # pragma: no
                         for i in range(4):
                             kern[w0 + i] = kern[w0 + i] - col64[j, w0 + i] + col64[j + s2, w0 + i]
                 synced[c] = x
-                b = c << 4
-                while True:
-                    t = acc + np.int64((kern[b >> 2] >> np.uint64(16 * (b & 3))) & m16)
-                    if t > k:
-                        break
-                    acc = t
-                    b += 1
-                out[z, y, x] = b
+                out[z, y, x] = _lane_over(kern, c << 4, acc, k)[0]
 
 
 def rank_filter_keys(padded: np.ndarray, size: Sequence[int], rank: int, nbins: int) -> np.ndarray:
