@@ -13,9 +13,11 @@ from parvox.ndimage._memory import (
     ENV,
     KERNELS,
     MemoryLimitError,
+    LOCAL_SIZE_ENV,
     available_bytes,
     check_fits,
     filter_bytes,
+    ranks_on_node,
 )
 from parvox.testing import mpi_test
 
@@ -50,6 +52,20 @@ def test_available_memory_override(monkeypatch) -> None:
     assert info.value.param == ENV
     monkeypatch.delenv(ENV)
     assert available_bytes() > 0
+
+
+def test_ranks_on_node_from_the_launcher_or_the_communicator(monkeypatch) -> None:
+    class Comm:
+        def Get_size(self) -> int:
+            return 5
+
+    for name in LOCAL_SIZE_ENV:
+        monkeypatch.delenv(name, raising=False)
+    assert ranks_on_node(Comm()) == 5  # no launcher count: all on one node (cautious)
+    monkeypatch.setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "3")
+    assert ranks_on_node(Comm()) == 3
+    monkeypatch.setenv("MPI_LOCALNRANKS", "2")
+    assert ranks_on_node(Comm()) == 2
 
 
 def test_check_fits_names_size(monkeypatch) -> None:

@@ -44,6 +44,7 @@ __all__ = [
     "format_bytes",
     "ranks_on_node",
     "KERNELS",
+    "LOCAL_SIZE_ENV",
     "MemoryLimitError",
 ]
 
@@ -93,17 +94,24 @@ def available_bytes() -> int:
     return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
 
 
-def ranks_on_node(comm: MPI.Intracomm) -> int:
-    """How many ranks of ``comm`` share this rank's node (collective over ``comm``)."""
-    from mpi4py import MPI
+#: Environment variables in which launchers give the number of the job's ranks on this node.
+LOCAL_SIZE_ENV = ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "MV2_COMM_WORLD_LOCAL_SIZE",
+                  "PALS_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE")
 
-    if comm.Get_size() == 1:
-        return 1
-    local = comm.Split_type(MPI.COMM_TYPE_SHARED)
-    try:
-        return int(local.Get_size())
-    finally:
-        local.Free()
+
+def ranks_on_node(comm: MPI.Intracomm) -> int:
+    """How many of the job's ranks share this rank's node (at least 1).
+
+    The launcher's count (:data:`LOCAL_SIZE_ENV`: MPICH, Open MPI, MVAPICH, PALS, Slurm), which
+    counts every rank of the job, not only ``comm``'s: they all use the node's memory. Without
+    one, ``comm``'s size (every rank on one node: the cautious guess). No message is sent, so
+    threads may call it concurrently.
+    """
+    for name in LOCAL_SIZE_ENV:
+        value = os.environ.get(name, "")
+        if value.isdigit() and int(value) > 0:
+            return int(value)
+    return max(1, int(comm.Get_size()))
 
 
 class MemoryLimitError(ParameterError, AllRanksError):
