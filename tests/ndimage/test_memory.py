@@ -12,8 +12,8 @@ from parvox.ndimage._histogram import extend
 from parvox.ndimage._memory import (
     ENV,
     KERNELS,
-    MemoryLimitError,
     LOCAL_SIZE_ENV,
+    MemoryLimitError,
     available_bytes,
     check_fits,
     filter_bytes,
