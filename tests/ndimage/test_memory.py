@@ -8,8 +8,10 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from parvox.errors import ParameterError
 from parvox.io import read_image, write_image
+from parvox.ndimage import _memory
 from parvox.ndimage._histogram import extend
 from parvox.ndimage._memory import (
+    ALWAYS_FITS,
     ENV,
     KERNELS,
     LOCAL_SIZE_ENV,
@@ -66,6 +68,14 @@ def test_ranks_on_node_from_the_launcher_or_the_communicator(monkeypatch) -> Non
     assert ranks_on_node(Comm()) == 3
     monkeypatch.setenv("MPI_LOCALNRANKS", "2")
     assert ranks_on_node(Comm()) == 2
+
+
+def test_small_estimates_pass_without_a_look_at_the_machine(monkeypatch) -> None:
+    monkeypatch.delenv(ENV, raising=False)
+    monkeypatch.setattr(_memory, "available_bytes", lambda: 0)  # a machine with nothing free
+    check_fits(ALWAYS_FITS)  # no look, no message
+    with pytest.raises(MemoryLimitError):
+        check_fits(ALWAYS_FITS + 1)
 
 
 def test_check_fits_names_size(monkeypatch) -> None:

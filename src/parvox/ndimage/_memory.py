@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from mpi4py import MPI
 
 __all__ = [
+    "ALWAYS_FITS",
     "ENV",
     "available_bytes",
     "check_fits",
@@ -94,6 +95,9 @@ def available_bytes() -> int:
     return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
 
 
+#: Estimates up to this many bytes pass without a look at the machine (and without the
+#: collective that agrees on it), unless ``PARVOX_MEMORY_AVAILABLE`` is set.
+ALWAYS_FITS = 64 * 2**20
 #: Environment variables in which launchers give the number of the job's ranks on this node.
 LOCAL_SIZE_ENV = ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "MV2_COMM_WORLD_LOCAL_SIZE",
                   "PALS_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE")
@@ -210,7 +214,8 @@ def check_fits(
 
     The available memory of each node is divided by the ranks on it; the verdict uses the
     largest estimate and the smallest share over ``comm`` (collective), so every rank raises
-    alike, before any work.
+    alike, before any work. An estimate of at most :data:`ALWAYS_FITS` passes at once on
+    every rank (no message), unless :data:`ENV` is set.
 
     Examples
     --------
@@ -224,6 +229,8 @@ def check_fits(
     from parvox import comm as pcomm
     from parvox.reductions import reduce_scalars
 
+    if estimate <= ALWAYS_FITS and not os.environ.get(ENV, "").strip():
+        return  # decided alike on every rank (same estimate, same environment): no message
     c = pcomm.get_comm(comm)
     share = available_bytes() // ranks_on_node(c)
     worst, least = reduce_scalars(int(estimate), -int(share), op="max", comm=c)
