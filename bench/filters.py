@@ -20,11 +20,19 @@ Prints a table (each filter alone and their sum), saves a bar chart under ``benc
 (its path is printed) and ends with ``ratio: parvox(2 ranks)/scipy = X`` over the filters'
 summed times.
 
+``--ops median`` sweeps the median's window instead (:func:`median_sweep`): sizes 3 to 201
+on a 2048x2048 uint8 image (``--size`` changes it), mode ``nearest`` (OpenCV's
+``BORDER_REPLICATE``), against scipy (up to the sizes where it finishes in reasonable time)
+and OpenCV's ``cv2.medianBlur`` on one thread, parvox at 1 and 2 ranks; every result is
+checked against OpenCV's, pixel for pixel. It prints a table, saves a chart of time against
+size under ``bench/results/`` and ends with ``ratio: parvox(2 ranks)/opencv median 101 = X``.
+
 Usage::
 
     python bench/filters.py --quick
     python bench/filters.py            # 8192x8192; several minutes on 2 cores
-    python bench/filters.py --quick --ops gaussian,uniform,median
+    python bench/filters.py --quick --ops gaussian,uniform
+    python bench/filters.py --ops median       # the median's window sweep, uint8
 """
 
 from __future__ import annotations
@@ -47,6 +55,10 @@ SIGMA = 4.0
 SIZE = {"uniform": 9, "median": 5}
 OPS = ("gaussian", "uniform")
 KNOWN_OPS = ("gaussian", "uniform", "median")
+#: window sizes of the median sweep (odd: OpenCV's medianBlur takes odd sizes only)
+SWEEP = (3, 5, 11, 21, 51, 101, 151, 201)
+#: scipy's median is skipped at larger sizes once one call took this many seconds
+SCIPY_BUDGET_S = 20.0
 RESULTS = Path(__file__).resolve().parent / "results"
 #: one thread per process everywhere, so N ranks use N cores
 
@@ -202,6 +214,140 @@ def chart(rows: dict[str, dict[str, float]], n: int, path: Path) -> None:
     save_figure(fig, path)
 
 
+# ------------------------------------------------------------------ the median sweep
+def make_image_u8(n: int, seed: int = 0) -> np.ndarray:
+    """The sweep's image: uint8 noise, deterministic."""
+    return np.random.default_rng(seed).integers(0, 256, (n, n), dtype=np.uint8)
+
+
+def sweep_worker(n: int, report: str, keep: str, sizes: tuple[int, ...]) -> None:
+    """On every rank: scatter the uint8 image, one timed median per size, results to ``keep``."""
+    from mpi4py import MPI
+
+    from parvox import ndimage
+    from parvox.distarray import DistArray
+
+    comm = MPI.COMM_WORLD
+    root = comm.Get_rank() == 0
+    small = DistArray.scatter(make_image_u8(256) if root else None, axis=0)
+    for s in sizes:  # warm up: load every compiled kernel, untimed
+        ndimage.median_filter(small, size=s, mode="nearest")
+    d = DistArray.scatter(make_image_u8(n) if root else None, axis=0)
+    figures: dict[str, float] = {}
+    for s in sizes:
+        comm.Barrier()
+        t0 = time.perf_counter()
+        result = ndimage.median_filter(d, size=s, mode="nearest")
+        figures[str(s)] = comm.allreduce(time.perf_counter() - t0, op=MPI.MAX)
+        whole = result.gather()
+        if root and keep:
+            np.save(os.path.join(keep, f"median{s}.npy"), whole)
+    if root:
+        Path(report).write_text(json.dumps(figures))
+
+
+def scipy_fits(size: int, n: int) -> bool:
+    """Whether scipy's median of ``size`` on an ``n x n`` image fits in half the free memory
+    (its table of offsets grows with the square of the window's elements)."""
+    from parvox.ndimage._memory import available_bytes, filter_bytes
+
+    need = filter_bytes("scipy", (n, n), np.uint8, (size, size), halo=(0, 0))
+    return need < available_bytes() // 2
+
+
+def median_sweep(n: int, repeats: int) -> None:
+    """Median of a uint8 image at sizes 3..201: scipy, OpenCV (1 thread), parvox 1 and 2 ranks."""
+    import cv2
+    import scipy.ndimage as ndi
+    from tqdm import tqdm
+
+    cv2.setNumThreads(1)
+    image = make_image_u8(n)
+    peers = ["scipy", "opencv 1 thr", "parvox 1 rank", "parvox 2 ranks"]
+    times: dict[int, dict[str, list[float]]] = {s: {p: [] for p in peers} for s in SWEEP}
+    scipy_max = max(SWEEP)
+    bar = tqdm(total=repeats * len(peers), desc=f"median {n}x{n} uint8", unit="run",
+               file=sys.stderr)
+    with tempfile.TemporaryDirectory(prefix="parvox-bench-") as keep:
+        for r in range(repeats):
+            for peer in peers[r % len(peers) :] + peers[: r % len(peers)]:
+                if peer == "scipy":
+                    for s in SWEEP:
+                        if s > scipy_max or not scipy_fits(s, n):
+                            scipy_max = min(scipy_max, s - 1)
+                            break
+                        t, got = once(lambda a, s=s: ndi.median_filter(a, s, mode="nearest"),
+                                      image)
+                        times[s][peer].append(t)
+                        if r == 0 and not np.array_equal(got, cv2.medianBlur(image, s)):
+                            raise SystemExit(f"scipy median {s} differs from OpenCV's")
+                        # scipy's selection costs O(size^2) a pixel: stop before the budget
+                        nxt = SWEEP[SWEEP.index(s) + 1] if s != SWEEP[-1] else s
+                        if t * (nxt / s) ** 2 > SCIPY_BUDGET_S or not scipy_fits(nxt, n):
+                            scipy_max = s
+                elif peer.startswith("opencv"):
+                    for s in SWEEP:
+                        t, _ = once(lambda a, s=s: cv2.medianBlur(a, s), image)
+                        times[s][peer].append(t)
+                else:
+                    k = 1 if peer == "parvox 1 rank" else 2
+                    report = os.path.join(keep, f"sweep{k}.json")
+                    argv = [__file__, "--worker", "--size", str(n), "--report", report,
+                            "--keep", keep if r == 0 else "", "--ops", "median",
+                            "--sweep", ",".join(map(str, SWEEP))]
+                    figs = run_worker_report(k, argv, report)
+                    for s in SWEEP:
+                        times[s][peer].append(figs[str(s)])
+                        if r == 0:
+                            got = np.load(os.path.join(keep, f"median{s}.npy"))
+                            if not np.array_equal(got, cv2.medianBlur(image, s)):
+                                raise SystemExit(f"{peer} median {s} differs from OpenCV's")
+                bar.update()
+    bar.close()
+
+    rows = {s: {p: statistics.median(v) if v else None for p, v in times[s].items()}
+            for s in SWEEP}
+    print(f"\nmedian filter of a {n}x{n} uint8 image, mode nearest, {os.cpu_count()} cores; "
+          f"median of {repeats} interleaved rounds (seconds)")
+    head = f"{'size':>5}" + "".join(f"{p:>16}" for p in peers) + f"{'parvox2/opencv':>16}"
+    print(head)
+    print("-" * len(head))
+    for s, row in rows.items():
+        cells = "".join(f"{row[p]:>16.3f}" if row[p] is not None else f"{'skipped':>16}"
+                        for p in peers)
+        ratio = row["parvox 2 ranks"] / row["opencv 1 thr"]  # type: ignore[operator]
+        print(f"{s:>5}{cells}{ratio:>16.3f}")
+    if scipy_max < max(SWEEP):
+        print(f"scipy skipped above size {scipy_max}: the next size would take over "
+              f"{SCIPY_BUDGET_S:g} s (or half the free memory)")
+    path = RESULTS / f"median_sweep_{n}.png"
+    sweep_chart(rows, n, path)
+    print(f"\nchart: {path}")
+    r101 = rows[101]
+    print(f"ratio: parvox(2 ranks)/opencv median 101 = "
+          f"{r101['parvox 2 ranks'] / r101['opencv 1 thr']:.3f}")  # type: ignore[operator]
+
+
+def sweep_chart(rows: dict[int, dict[str, float | None]], n: int, path: Path) -> None:
+    """Time against window size, one line per peer, log-log."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for peer in next(iter(rows.values())):
+        pts = [(s, r[peer]) for s, r in rows.items() if r[peer] is not None]
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=peer)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("window size (size x size)")
+    ax.set_ylabel("seconds (median of repeats)")
+    ax.set_title(f"median filter, {n}x{n} uint8, mode nearest, {os.cpu_count()} cores")
+    ax.legend()
+    save_figure(fig, path)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="2048x2048 instead of 8192x8192")
@@ -212,6 +358,7 @@ def main() -> None:
     parser.add_argument(
         "--ops", default=",".join(OPS), help=f"filters, comma-separated ({', '.join(KNOWN_OPS)})"
     )
+    parser.add_argument("--sweep", help=argparse.SUPPRESS)
     parser.add_argument("--report", help=argparse.SUPPRESS)
     parser.add_argument("--keep", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -223,9 +370,17 @@ def main() -> None:
     ops = tuple(o for o in args.ops.split(",") if o)
     if not ops or any(o not in KNOWN_OPS for o in ops):
         parser.error(f"argument --ops: choose from {', '.join(KNOWN_OPS)}, got {args.ops!r}")
+    if args.worker and args.sweep:
+        sweep_worker(n, args.report, args.keep, tuple(int(v) for v in args.sweep.split(",")))
+        return
     if args.worker:
         worker(n, args.report, args.keep, args.breakdown, ops)
         return
+    if "median" in ops:
+        median_sweep(args.size or 2048, args.repeats)
+        ops = tuple(o for o in ops if o != "median")
+        if not ops:
+            return
 
     from tqdm import tqdm
 

@@ -87,25 +87,22 @@ def test_median_filter_network_and_scipy_paths_agree_with_scipy():
     x = DistArray.from_global(a, nblocks=5)
 
     def uses_network(**kw) -> bool:  # what median_filter will run for these arguments
-        scipy_kernel = object()
         size = kw.get("size", 3)
-        kernel = rank_filters._network_kernel(
-            scipy_kernel, kw.get("x", x), np.ones((size, size), bool), [0, 0],
-            kw.get("mode", "reflect"), kw.get("cval", 0.0), np.dtype(kw.get("dtype", a.dtype)),
-            size * size // 2,
-        )
-        return kernel is not scipy_kernel
+        return rank_filters.plan_rank_kernel(
+            kw.get("x", x).dtype, np.dtype(kw.get("dtype", a.dtype)), np.ones((size, size), bool),
+            kw.get("mode", "reflect"), kw.get("cval", 0.0), size * size // 2,
+        ) == "network"
 
     assert uses_network()
     assert uses_network(mode="constant", cval=-1.5)
     assert not uses_network(mode="constant", cval=0.1)  # not exact in float32
     assert not uses_network(dtype=np.float64)  # output dtype differs from the input's
-    assert not uses_network(size=12)  # 144 window elements
+    assert not uses_network(size=12)  # 144 window elements: the sliding histogram
     assert not uses_network(x=DistArray.from_global(a.astype(np.float16), nblocks=5))
 
     cases = [
         (a, {"size": 5}),
-        (a, {"size": 12}),  # scipy path: window too large
+        (a, {"size": 12}),  # sorted keys and a sliding histogram: window too large
         (a, {"size": 3, "mode": "constant", "cval": 0.1}),  # scipy path: cval not exact
         (a, {"size": 3, "output": np.float64}),  # scipy path: other output dtype
         (np.where(rng.random(a.shape) < 0.01, np.nan, a), {"size": 3}),  # blocks with NaN

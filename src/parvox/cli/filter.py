@@ -203,6 +203,7 @@ def run(args: argparse.Namespace) -> int:
     c = comm.world()
     shape, dtype = io.image_info(args.input)
     # halos reach as many blocks as they need: one slab per rank
+    _check_memory(args, shape, np.dtype(io.image_info(args.input)[1]), c)
     d = io.read_distributed(args.input, comm=c, **slab_layout(shape, c.Get_size(), 1))
     if args.dtype is not None:
         d = d.astype(args.dtype)
@@ -216,3 +217,41 @@ def run(args: argparse.Namespace) -> int:
               f"{args.output} {out.dtype}, {plural(c.Get_size(), 'rank')}, {seconds:.3f} s",
               flush=True)
     return 0
+
+
+def _check_memory(args: argparse.Namespace, shape: tuple[int, ...], in_dtype: np.dtype,
+                  c: Any) -> None:
+    """Refuse (``ParameterError`` naming the window's parameter) a filter that cannot fit."""
+    from parvox.ndimage._memory import check_fits, filter_bytes
+    from parvox.ndimage.rank_filters import plan_rank_kernel, selected_rank
+
+    op = args.op
+    dtype = np.dtype(args.dtype) if args.dtype is not None else in_dtype
+    param = "sigma" if "sigma" in OPS[op] else "size"
+    if "size" in OPS[op]:
+        width = args.size
+    elif "sigma" in OPS[op]:
+        width = 2 * int(_TRUNCATE * args.sigma + 0.5) + 1
+    else:
+        width = 1 if op == "distance" else 3
+    window = [width] * len(shape)
+    kernel = "separable"
+    if op in ("median", "percentile", "minimum", "maximum"):
+        box = np.ones(window, bool)
+        n = int(box.size)
+        k = {"minimum": 0, "maximum": n - 1}.get(op)
+        if k is None:
+            k = selected_rank(op, args.percentile, n)
+        kernel = plan_rank_kernel(dtype, dtype, box, args.mode, 0.0, k)
+    elif op.startswith("binary_"):
+        kernel = "binary"
+    elif op == "distance":
+        kernel = "distance"
+    nblocks = slab_layout(shape, c.Get_size(), 1)["nblocks"]
+    block = (-(-shape[0] // nblocks), *shape[1:])
+    halo = [width // 2 if a == 0 and nblocks > 1 else 0 for a in range(len(shape))]
+    estimate = filter_bytes(kernel, block, dtype, window, halo=halo,
+                            out_dtype=_out_dtype(op, dtype))
+    value = getattr(args, param) if param in OPS[op] else None
+    what = f"--op {op} ({kernel})" if value is not None else f"--op {op} of {shape}"
+    check_fits(estimate, c, what=what, size=value, param=param)

@@ -3,10 +3,14 @@
 Same names, keywords and results as scipy's (exact: a rank filter selects one of the window's
 values). scipy checks the arguments on a one-element probe on every rank first; each block is
 then extended by a halo of the window's reach (from as many blocks away as needed) and filtered
-by scipy's own function, or, for the median, rank and percentile filters of the common dtypes,
-by the sorting network of :mod:`parvox.ndimage._selection` (over ten times faster than scipy's
-per-pixel selection, same values). ``generic_filter`` calls the user's function for every
-pixel of every block's core and halo, as scipy calls it for every pixel of the array.
+by the kernel :func:`plan_rank_kernel` picks: scipy's own, the sorting network of
+:mod:`parvox.ndimage._selection` (windows up to 128 elements), or the sliding histograms of
+:mod:`parvox.ndimage._histogram` (box windows on 2-3-D blocks: uint8, uint16, and the sorted keys
+of the other dtypes), whose cost does not grow with the window. Before any work the filter's
+peak memory per rank is estimated (:mod:`parvox.ndimage._memory`); one that does not fit the
+node raises ``ParameterError("size", ...)`` on every rank. ``generic_filter`` calls the user's
+function for every pixel of every block's core and halo, as scipy calls it for every pixel of
+the array.
 
 Examples
 --------
@@ -28,7 +32,7 @@ from typing import Any
 import numpy as np
 import scipy.ndimage as ndi
 
-from parvox.distarray import PAD_MODES, DistArray, parse_boundary_mode
+from parvox.distarray import DistArray, parse_boundary_mode
 from parvox.ndimage._halo import (
     apply_padded,
     axis_modes,
@@ -41,7 +45,9 @@ from parvox.ndimage._halo import (
     resolve_output,
     window_halo,
 )
-from parvox.ndimage._selection import rank_filter_valid, supports
+from parvox.ndimage._histogram import dense_keys, extend, rank_filter_keys, rank_filter_u8
+from parvox.ndimage._memory import check_fits, filter_bytes
+from parvox.ndimage._selection import DTYPES, MAX_WIRES, rank_filter_valid, supports
 
 __all__ = [
     "generic_filter",
@@ -56,6 +62,8 @@ __all__ = [
 ]
 
 Mode = str | Sequence[str]
+#: uint8 box windows with more elements than this go to the Perreault-Hebert histogram.
+HISTOGRAM_U8 = 48
 
 
 def _line_filter(scipy_func: Any, input: DistArray, size: int, axis: int, output: Any,
@@ -139,7 +147,11 @@ def _window_filter(
     scipy_func: Callable[..., Any], input: DistArray, size: Any, footprint: Any, output: Any,
     mode: Mode, cval: float, origin: Any, axes: Any, rank: Any = None, kind: str = "",
 ) -> DistArray:
-    """min/max/median/rank/percentile: scipy's function, or the network where it is exact."""
+    """min/max/median/rank/percentile: scipy's function, or a faster kernel where it is exact.
+
+    The memory the chosen kernel needs is estimated first (:mod:`._memory`); a filter that
+    does not fit raises ``ParameterError("size", ...)`` on every rank before any work.
+    """
     x = check_input(input)
     out_arg, out = resolve_output(output, x)
     lead = () if rank is None else (rank,)
@@ -152,14 +164,79 @@ def _window_filter(
     ax = norm_axes(axes, x.ndim)
     window, origins, halo = _window(size, footprint, origin, ax, x.ndim)
     kernel: Callable[[np.ndarray], np.ndarray] = lambda b: call(b, dtype)  # noqa: E731
+    path = "separable" if window.all() else "scipy"
     if kind and isinstance(mode, str):
-        k = _selected_rank(kind, rank, int(window.sum()))
-        kernel = _network_kernel(kernel, x, window, origins, mode, cval, dtype, k)
+        k = selected_rank(kind, rank, int(window.sum()))
+        path = plan_rank_kernel(x.dtype, dtype, window, mode, cval, k)
+        kernel = _fast_kernel(path, kernel, window, origins, mode, cval, dtype, k)
+    check_fits(
+        _estimate(path, x, window, halo, dtype), x.comm,
+        what=f"{kind or scipy_func.__name__.removesuffix('_filter')} filter ({path})",
+        size=size if footprint is None else None,
+        param="size" if footprint is None else "footprint",
+    )
     return apply_padded(x, halo, axis_modes(mode, ax, x.ndim), dtype, kernel, output=out)
 
 
-def _selected_rank(kind: str, rank: Any, n: int) -> int:
-    """The rank scipy selects (after it accepted the arguments)."""
+def _estimate(path: str, x: DistArray, window: np.ndarray, halo: Sequence[int],
+              dtype: np.dtype) -> int:
+    """Peak bytes on the busiest rank for ``path`` (the largest block, every local block)."""
+    grid = x.grid
+    largest = max((grid.block_shape(g) for g in range(grid.nblocks)),
+                  key=lambda s: int(np.prod(s)))
+    per_rank = max(len(x.assignment.local_gids(r)) for r in range(x.comm.Get_size()))
+    ghost = [h if grid.grid[a] > 1 else 0 for a, h in enumerate(halo)]
+    return filter_bytes(path, largest, x.dtype, window.shape, halo=ghost, out_dtype=dtype,
+                        blocks=per_rank)
+
+
+def plan_rank_kernel(dtype: Any, out_dtype: Any, window: np.ndarray, mode: str, cval: float,
+                     k: int) -> str:
+    """Which kernel computes rank ``k`` of ``window`` exactly as scipy would.
+
+    ``"separable"`` (scipy's minimum or maximum of a box), ``"histogram-u8"`` /
+    ``"histogram-keys"`` (sliding histograms, :mod:`._histogram`: box windows on 2-3-D blocks of
+    uint8, of uint16, or of any other dtype's sorted keys, when the window exceeds the
+    network's :data:`._selection.MAX_WIRES`), ``"network"`` (:mod:`._selection`), or
+    ``"scipy"`` (scipy's own kernel: other footprints and dtypes, output dtypes other than
+    the input's, a ``cval`` the dtype cannot hold, 1-D and more than 3-D arrays with large
+    windows).
+
+    Examples
+    --------
+    >>> box = np.ones((101, 101), bool)
+    >>> plan_rank_kernel(np.uint8, np.uint8, box, "reflect", 0.0, 5100)
+    'histogram-u8'
+    >>> plan_rank_kernel(np.float32, np.float32, box[:5, :5], "reflect", 0.0, 12)
+    'network'
+    """
+    dt, odt = np.dtype(dtype), np.dtype(out_dtype)
+    n = int(window.sum())
+    box = bool(window.all())
+    if not 0 < k < n - 1:
+        return "separable" if box else "scipy"
+    if odt != dt or dt not in DTYPES:
+        return "scipy"
+    if parse_boundary_mode(mode) == "constant":
+        with np.errstate(all="ignore"):
+            if float(np.array(cval).astype(dt)) != float(cval):
+                return "scipy"
+    if box and 2 <= window.ndim <= 3:
+        if dt == np.uint8 and n > HISTOGRAM_U8:
+            return "histogram-u8"
+        if n > MAX_WIRES:
+            return "histogram-keys"
+    return "network" if supports(dt, n) else "scipy"
+
+
+def selected_rank(kind: str, rank: Any, n: int) -> int:
+    """The rank scipy selects for ``kind`` (median, percentile, rank) of ``n`` values.
+
+    Examples
+    --------
+    >>> selected_rank("median", None, 25), selected_rank("percentile", -20.0, 16)
+    (12, 12)
+    """
     if kind == "median":
         return n // 2
     if kind == "percentile":
@@ -171,9 +248,9 @@ def _selected_rank(kind: str, rank: Any, n: int) -> int:
     return k + n if k < 0 else k
 
 
-def _network_kernel(
+def _fast_kernel(
+    path: str,
     scipy_kernel: Callable[[np.ndarray], np.ndarray],
-    x: DistArray,
     footprint: np.ndarray,
     origins: list[int],
     mode: str,
@@ -181,33 +258,36 @@ def _network_kernel(
     dtype: np.dtype,
     k: int,
 ) -> Callable[[np.ndarray], np.ndarray]:
-    """Rank ``k`` by a selection network (:mod:`._selection`), where it equals scipy's.
+    """The kernel of ``path`` (:func:`plan_rank_kernel`) on one block extended by its halo.
 
-    That is: output dtype = input dtype (one of :data:`._selection.DTYPES`), at most
-    :data:`._selection.MAX_WIRES` window elements, ``cval`` exact in the dtype, and per block no
-    NaN and no axis shorter than its padding (where ``numpy.pad`` and scipy extend differently).
-    The block is extended with ``numpy.pad`` in scipy's rule (``PAD_MODES``); anything else
-    keeps ``scipy_kernel``.
+    The block is extended by scipy's boundary rule (:func:`._histogram.extend`) and filtered
+    over its "valid" windows. A float block holding NaN (which has no rank) goes to
+    ``scipy_kernel``; so do, for the network, blocks shorter than the padding along an axis.
     """
-    n = int(footprint.sum())
-    if dtype != x.dtype or not supports(dtype, n) or not 0 < k < n - 1:
+    if path in ("scipy", "separable"):
         return scipy_kernel
     mode = parse_boundary_mode(mode)
-    pad_kw: dict[str, Any] = {"mode": PAD_MODES[mode]}
-    if mode == "constant":
-        with np.errstate(all="ignore"):
-            if float(np.array(cval).astype(dtype)) != float(cval):
-                return scipy_kernel
-        pad_kw["constant_values"] = cval
     pads = [(s // 2 + o, s - 1 - s // 2 - o) for s, o in zip(footprint.shape, origins, strict=True)]
     floating = dtype.kind == "f"
+    size = footprint.shape
 
     def kernel(block: np.ndarray) -> np.ndarray:
-        if any(n_a < max(p) for n_a, p in zip(block.shape, pads, strict=True)) or (
-            floating and np.isnan(block).any()
+        if floating and np.isnan(block).any():
+            return scipy_kernel(block)
+        if path == "network" and any(
+            n_a < max(p) for n_a, p in zip(block.shape, pads, strict=True)
         ):
             return scipy_kernel(block)
-        return rank_filter_valid(np.pad(block, pads, **pad_kw), footprint, k)
+        padded = extend(block, pads, mode, cval)
+        if path == "network":
+            return rank_filter_valid(padded, footprint, k)
+        if path == "histogram-u8":
+            return rank_filter_u8(padded, size, k)
+        if dtype == np.uint16:
+            return rank_filter_keys(padded, size, k, 1 << 16)
+        keys, table = dense_keys(padded)
+        del padded
+        return table[rank_filter_keys(keys, size, k, table.size)]
 
     return kernel
 
@@ -273,10 +353,13 @@ def median_filter(
 ) -> DistArray:
     """Median filter (``scipy.ndimage.median_filter``); exact.
 
-    Blocks of a float32/64 or up-to-32-bit integer dtype without NaN, with at most 128 window
-    elements and ``output`` of the input dtype, are filtered by a pruned sorting network
-    (:mod:`parvox.ndimage._selection`); the rest by ``scipy.ndimage.median_filter`` itself.
-    Either way the result equals scipy's on the whole array.
+    Blocks of a float32/64 or up-to-32-bit integer dtype without NaN and ``output`` of the
+    input dtype are filtered by a pruned sorting network (:mod:`parvox.ndimage._selection`) for
+    windows of at most 128 elements, by sliding histograms (:mod:`parvox.ndimage._histogram`)
+    for larger box windows on 2-D and 3-D arrays (and uint8 box windows above 48 elements);
+    the rest by ``scipy.ndimage.median_filter`` itself. Either way the result equals scipy's on
+    the whole array. A window whose estimated memory exceeds the node's raises
+    ``ParameterError("size", ...)`` before any work.
 
     Examples
     --------
