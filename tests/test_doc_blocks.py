@@ -79,6 +79,11 @@ PRELUDES: dict[str, str] = {
         "        _tiff.imwrite(f'stack/slice{_z:03d}.tif', _ct[_z].astype(_np.uint16))\n"
         "_MPI.COMM_WORLD.Barrier()\n"
     ),
+    "docs/interop.md": (  # the page's `parvox phantom` commands, run through the library
+        "from parvox.volume import Phantom as _Phantom, ingest as _ingest\n"
+        "for _name, _rgb in (('small.store', False), ('rgb.store', True)):\n"
+        "    _ingest(_Phantom((40, 48, 56), rgb=_rgb), _name, levels=2)\n"
+    ),
     "docs/spmd-directives.md": (
         "import numpy as _np\n"
         "from mpi4py import MPI as _MPI\n"
