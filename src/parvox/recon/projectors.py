@@ -256,6 +256,9 @@ def trace_rows(
     blocks = trace_row_blocks(starts, ends, grid, method=method, dtype=dtype)
     if len(blocks) == 1:
         return blocks[0]
+    if not blocks:  # no lines
+        return Rows(np.zeros(1, np.int64), np.empty(0, np.int32 if grid.size < 2**31 else np.int64),
+                    np.empty(0, np.dtype(dtype)))
     offsets = np.cumsum([0] + [int(b.indptr[-1]) for b in blocks])
     indptr = np.concatenate([np.zeros(1, np.int64)]
                             + [b.indptr[1:] + off for b, off in zip(blocks, offsets, strict=False)])
