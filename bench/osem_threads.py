@@ -10,7 +10,8 @@ overlapped ring ``iallreduce`` progressed by test calls. Every layout with the s
 runs in one ``mpiexec`` job, in a rotating order over ``--repeats`` rounds (medians).
 
 It prints per layout and configuration the run time, the speed-up over one thread at the same
-rank count, the communication overhead, and checks that every thread count gave the one-thread
+rank count, the communication overhead, the CPU time of the job's threads and the cores the
+job got (CPU over wall time: below ranks x threads when the machine is shared), and checks that every thread count gave the one-thread
 image bit for bit; it saves a chart under ``bench/results/osem/``. The machine is shared: the
 load average is printed with the figures.
 
@@ -71,13 +72,14 @@ def worker(events_per_subset: int, repeats: int, threads: list[int], configs: li
     for r in range(repeats):
         for config, t in cases[r % len(cases):] + cases[: r % len(cases)]:
             comm.Barrier()
-            t0 = time.perf_counter()
+            t0, cpu0 = time.perf_counter(), time.process_time()
             result = osem(acq.events, acq.scanner, acq.grid, sens, subsets=SUBSETS,
                           iterations=1, method="joseph", row_memory=4 << 30, threads=t,
                           comm=comm, **CONFIGS[config])
             wall = comm.allreduce(time.perf_counter() - t0, op=MPI.MAX)
+            cpu = comm.allreduce(time.process_time() - cpu0, op=MPI.SUM)
             key = f"{config}|{t}"
-            runs.setdefault(key, []).append({"wall": wall,
+            runs.setdefault(key, []).append({"wall": wall, "cpu": cpu,
                                              "comm": result.communication_overhead()})
             digests[key] = hashlib.sha256(result.image.tobytes()).hexdigest()
     if comm.Get_rank() == 0:
@@ -141,7 +143,10 @@ def report_figures(figures: dict[int, Any], layouts: list[tuple[int, int]], conf
           f"~{any_fig['events'] // SUBSETS} events, {os.cpu_count()} cores, load "
           f"{load[0]:.1f} {load[1]:.1f} {load[2]:.1f}; medians of {repeats} round(s); "
           f"{elapsed:.0f} s in all")
-    head = f"{'ranks x threads':<17}{'config':<14}{'run s':>8}{'speed-up':>10}{'comm s':>8}"
+    print("run s: wall time; cpu s: CPU time of all ranks' threads; cores: cpu s / run s, the "
+          "cores the job got (the machine is shared)")
+    head = (f"{'ranks x threads':<17}{'config':<14}{'run s':>8}{'speed-up':>10}{'comm s':>8}"
+            f"{'cpu s':>8}{'cores':>7}")
     print(head)
     print("-" * len(head))
     walls: dict[str, list[float]] = {c: [] for c in configs}
@@ -152,8 +157,10 @@ def report_figures(figures: dict[int, Any], layouts: list[tuple[int, int]], conf
             wall = statistics.median(r["wall"] for r in runs)
             speedup = statistics.median(r["wall"] for r in base) / wall
             comm_s = statistics.median(r["comm"] for r in runs)
+            cpu = statistics.median(r["cpu"] for r in runs)
             walls[config].append(wall)
-            print(f"{f'{p} x {t}':<17}{config:<14}{wall:>8.2f}{speedup:>10.2f}{comm_s:>8.2f}")
+            print(f"{f'{p} x {t}':<17}{config:<14}{wall:>8.2f}{speedup:>10.2f}{comm_s:>8.2f}"
+                  f"{cpu:>8.2f}{cpu / wall:>7.2f}")
     for p, fig in sorted(figures.items()):
         for config in configs:
             digests = {k: v for k, v in fig["digests"].items() if k.startswith(f"{config}|")}
