@@ -46,7 +46,8 @@ def test_threads_give_one_threads_image_at_any_rank_count():
     one = osem(path, s, g, sens, threads=1, comm=comm, **kw)
     assert one.threads == 1
     for threads in (2, 3):
-        for extra in ({}, {"mode": "blocking"}, {"row_memory": 1}):  # row_memory: step 2 traces
+        for extra in ({}, {"mode": "blocking"}, {"row_memory": 1},  # row_memory: step 2 traces
+                      {"progress": "thread"}):
             seen.clear()
             r = osem(path, s, g, sens, threads=threads, callback=watch, comm=comm, **kw, **extra)
             np.testing.assert_array_equal(r.image, one.image)  # bit for bit

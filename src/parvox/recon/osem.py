@@ -23,9 +23,11 @@ default follows the allreduce's own schedule instead: two calls per round, at le
 (the pipelined ring over a 48 MiB image has 9 rounds at 2 ranks, more than ``4 x P = 8``
 calls can drive, which left most of the transfer to the wait).
 
-Both modes and every ``row_memory`` give the same image bit for bit: the rows are traced by
-the same kernel in the same event order, and the same reduction schedule sums them. Rank
-counts agree to rounding (the sums are grouped differently).
+Both modes, every ``row_memory`` and every thread count (``threads``: seed 000's OpenMP
+threads per process, see :func:`osem`) give the same image bit for bit: the rows are traced
+by the same kernel, every voxel sums its terms in event order, and the same reduction
+schedule sums the ranks' parts. Rank counts agree to rounding (the sums are grouped
+differently).
 
 Examples
 --------
