@@ -114,6 +114,8 @@ def test_an_image_file_as_the_activity(tmp_path):
         (["osem", "{acq}", "-o", "{d}/r.npy", "--subsets", "0"], "--subsets"),
         (["osem", "{acq}", "-o", "{d}/r.npy", "--postfilter", "-1"], "--postfilter"),
         (["osem", "{acq}", "-o", "{d}/r.npy", "--postfilter", "nan"], "--postfilter"),
+        (["osem", "{acq}", "-o", "{d}/r.npy", "--threads", "0"], "--threads"),
+        (["osem", "{acq}", "-o", "{d}/r.npy", "--threads", "two"], "--threads"),
     ],
 )
 def test_bad_input_exits_2_naming_the_argument(args, named, acquisition, tmp_path):
@@ -121,3 +123,28 @@ def test_bad_input_exits_2_naming_the_argument(args, named, acquisition, tmp_pat
     proc = run_parvox("recon", *argv)
     assert proc.returncode == 2, proc.stderr
     assert f"argument {named}" in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+
+
+def test_osem_threads_per_rank_give_the_one_thread_image(acquisition, tmp_path, monkeypatch):
+    from parvox.recon import Acquisition, osem, sensitivity
+
+    monkeypatch.delenv("PARVOX_THREADS", raising=False)
+    help_text = run_parvox("recon", "osem", "--help")
+    check_ok(help_text)
+    assert "--threads T" in help_text.stdout and "$PARVOX_THREADS, else" in help_text.stdout
+    kw = ["--subsets", "3", "--iterations", "1", "--postfilter", "0", "--no-progress"]
+    proc = run_parvox("recon", "osem", str(acquisition), "-o", str(tmp_path / "t.npy"),
+                      "--threads", "2", *kw, "-n", "2")
+    check_ok(proc)
+    assert "2 ranks x 2 threads" in proc.stdout
+    acq = Acquisition.load(acquisition)
+    ref = osem(acq.events, acq.scanner, acq.grid,
+               sensitivity(acq.scanner, acq.grid, mu=acq.mu()), subsets=3, iterations=1)
+    np.testing.assert_allclose(np.load(tmp_path / "t.npy"), ref.image, rtol=1e-9, atol=1e-12)
+    monkeypatch.setenv("PARVOX_THREADS", "3")
+    env = run_parvox("recon", "osem", str(acquisition), "-o", str(tmp_path / "e.npy"), *kw)
+    check_ok(env)
+    assert "1 rank x 3 threads" in env.stdout
+    monkeypatch.setenv("PARVOX_THREADS", "0")
+    bad = run_parvox("recon", "osem", str(acquisition), "-o", str(tmp_path / "f.npy"), *kw)
+    assert bad.returncode == 2 and "argument PARVOX_THREADS" in bad.stderr, bad.stderr

@@ -215,6 +215,30 @@ def test_em_update_is_the_list_mode_em_sum():
         em_update(f, rows, np.zeros((5, 7, 18))[:, :, ::2])
 
 
+@pytest.mark.parametrize("threads", [2, 3, 4])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_em_update_with_threads_is_one_threads_bit_for_bit(threads, dtype):
+    from parvox.threads import ThreadTeam
+
+    f = (RNG.random(SHAPE) + 0.1).astype(dtype)
+    f.flat[::7] = 0  # some rows project to 0 and add nothing
+    blocks = [trace_rows(*_random_lines(n), GRID, method=m, dtype=dtype)
+              for n, m in ((97, "joseph"), (1, "siddon"), (0, "joseph"), (61, "siddon"))]
+    serial = np.zeros(SHAPE, dtype)
+    used = sum(em_update(f, b, serial) for b in blocks)
+    assert serial.any()
+    fc = np.zeros((f.size, 2), dtype)  # OSEM's interleaved layout, strided views
+    fc[:, 0] = f.ravel()
+    with ThreadTeam(threads) as team:
+        assert em_update(fc[:, 0], blocks, fc[:, 1], team=team) == used
+        np.testing.assert_array_equal(fc[:, 1], serial.ravel())
+        one = np.zeros(SHAPE, dtype)
+        assert em_update(f, blocks[0], one, team=team) == em_update(f, blocks[0],
+                                                                  np.zeros(SHAPE, dtype))
+        with pytest.raises(TypeError, match="dtypes"):
+            em_update(f.astype(np.float16), blocks, one, team=team)
+
+
 def test_bad_input_names_the_argument():
     s, e = _random_lines(3)
     image = np.ones(SHAPE)

@@ -93,6 +93,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           "at least 4 x ranks)")
     rec.add_argument("--row-memory", type=float, default=1024.0, metavar="MIB",
                      help="MiB per rank of system-matrix rows computed ahead (default 1024)")
+    rec.add_argument("--threads", default=None, metavar="T",
+                     help="threads per rank for ray tracing and the EM step, each rank keeping "
+                          "one image (default: $PARVOX_THREADS, else 1)")
     rec.add_argument("--float32", action="store_true", help="single precision (default double)")
     rec.add_argument("--no-progress", action="store_true", help="no progress bar")
     _nprocs(rec)
@@ -212,6 +215,25 @@ def _validate_osem(args: argparse.Namespace) -> None:
         raise UsageError("--tests", f"must be >= 0, got {args.tests}")
     if not (math.isfinite(args.row_memory) and args.row_memory >= 0):
         raise UsageError("--row-memory", f"must be >= 0 MiB, got {args.row_memory}")
+    args.threads = _threads(args.threads)
+
+
+def _threads(text: str | None) -> int:
+    """``--threads``, else ``$PARVOX_THREADS``, else 1 (:func:`parvox.threads.resolve_threads`)."""
+    from parvox._validate import parse_int
+    from parvox.threads import THREADS_ENV, resolve_threads
+
+    try:
+        if text is None:
+            return resolve_threads(None)
+        try:
+            value: Any = int(text)
+        except ValueError:
+            value = text
+        return parse_int(value, "--threads", minimum=1)
+    except ValueError as exc:
+        param = THREADS_ENV if text is None else "--threads"
+        raise UsageError(param, str(exc).removeprefix(f"{param}: ")) from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -293,7 +315,7 @@ def _osem(args: argparse.Namespace) -> int:
                  else "no post-filter")
               + f", {args.method}, mode {args.mode}"
               + (f" (progress {args.progress})" if args.mode == "overlap" else "")
-              + f", {plural(c.Get_size(), 'rank')}")
+              + f", {plural(c.Get_size(), 'rank')} x {plural(args.threads, 'thread')}")
     with t("sensitivity"):
         a, path, cached = cached_sensitivity(acq.directory, acq.scanner, acq.grid,
                                              method=args.method, mu=mu,
@@ -304,6 +326,7 @@ def _osem(args: argparse.Namespace) -> int:
                       iterations=args.iterations, postfilter=args.postfilter, truth=reference,
                       method=args.method, mode=args.mode, progress=args.progress,
                       tests=args.tests, row_memory=int(args.row_memory * (1 << 20)),
+                      threads=args.threads,
                       dtype=np.float32 if args.float32 else np.float64,
                       progress_bar=not args.no_progress, comm=c)
     with t("write"), comm.root_writes(c, what=f"writing {args.output}") as mine:

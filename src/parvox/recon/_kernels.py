@@ -33,6 +33,8 @@ __all__ = [
     "JOSEPH",
     "SIDDON",
     "back",
+    "em_back_range",
+    "em_ratios",
     "em_rows",
     "forward",
     "rows_back",
@@ -338,3 +340,41 @@ def em_rows(f, indptr, indices, weights, c):  # pragma: no cover
                 c[indices[k]] += weights[k] * r
             used += 1
     return used
+
+
+@numba.njit(nogil=True, cache=True)
+def em_ratios(f, indptr, indices, weights, first, stop, r):  # pragma: no cover
+    """The forward half of :func:`em_rows` for rows ``first .. stop - 1``: ``r[j] = 1 / (A_j f)``
+    where ``A_j f > 0``, else 0. Returns the number of positive rows.
+
+    With :func:`em_back_range` it splits the EM step over threads: rows are independent here.
+    """
+    used = 0
+    for j in range(first, stop):
+        s = 0.0
+        for k in range(indptr[j], indptr[j + 1]):
+            s += weights[k] * f[indices[k]]
+        if s > 0.0:
+            r[j] = 1.0 / s
+            used += 1
+        else:
+            r[j] = 0.0
+    return used
+
+
+@numba.njit(nogil=True, cache=True)
+def em_back_range(r, indptr, indices, weights, c, lo, hi):  # pragma: no cover
+    """The back half of :func:`em_rows`, for the voxels ``lo <= i < hi`` only: ``c[i] +=
+    weights * r[j]`` over the rows with ``r[j] != 0``, in row order.
+
+    Every voxel gets its terms in the order :func:`em_rows` adds them, so threads that own
+    disjoint voxel ranges together write exactly what one :func:`em_rows` call writes.
+    """
+    for j in range(indptr.shape[0] - 1):
+        v = r[j]
+        if v == 0.0:
+            continue
+        for k in range(indptr[j], indptr[j + 1]):
+            i = indices[k]
+            if i >= lo and i < hi:
+                c[i] += weights[k] * v

@@ -23,9 +23,11 @@ default follows the allreduce's own schedule instead: two calls per round, at le
 (the pipelined ring over a 48 MiB image has 9 rounds at 2 ranks, more than ``4 x P = 8``
 calls can drive, which left most of the transfer to the wait).
 
-Both modes and every ``row_memory`` give the same image bit for bit: the rows are traced by
-the same kernel in the same event order, and the same reduction schedule sums them. Rank
-counts agree to rounding (the sums are grouped differently).
+Both modes, every ``row_memory`` and every thread count (``threads``: seed 000's OpenMP
+threads per process, see :func:`osem`) give the same image bit for bit: the rows are traced
+by the same kernel, every voxel sums its terms in event order, and the same reduction
+schedule sums the ranks' parts. Rank counts agree to rounding (the sums are grouped
+differently).
 
 Examples
 --------
@@ -51,6 +53,7 @@ import numpy as np
 
 from parvox import collectives, progressbar
 from parvox.comm import get_comm, private_comm
+from parvox.decomposition import split_extent
 from parvox.errors import AllRanksValueError, ParameterError
 from parvox.progressbar import Progress
 from parvox.recon.geometry import ImageGrid
@@ -66,6 +69,7 @@ from parvox.recon.projectors import (
 from parvox.recon.scanner import Scanner
 from parvox.recon.smoothing import check_fwhm, postfilter
 from parvox.recon.timing import PHASES, SubsetTimes, eq2_check
+from parvox.threads import ThreadTeam, resolve_threads
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -109,6 +113,8 @@ class OSEMResult:
         ``postfilter`` was given); empty without ``truth``.
     postfilter : float
         FWHM in mm of the Gaussian post-filter (0: none).
+    threads : int
+        Threads per rank.
     """
 
     image: np.ndarray
@@ -122,6 +128,7 @@ class OSEMResult:
     window: SubsetTimes = dataclasses.field(default_factory=lambda: SubsetTimes.empty(0))
     scores: list[Scores] = dataclasses.field(default_factory=list)
     postfilter: float = 0.0
+    threads: int = 1
 
     def communication_overhead(self) -> float:
         """Seconds in communication calls, summed over steps (mean over ranks)."""
@@ -206,6 +213,7 @@ def osem(
     row_memory: int = 1 << 30,
     chunk: int = 4096,
     algorithm: str = "auto",
+    threads: int | None = None,
     dtype: Any = np.float64,
     callback: Callable[[int, np.ndarray], None] | None = None,
     progress_bar: Progress = False,
@@ -250,6 +258,12 @@ def osem(
         Events per read and trace call.
     algorithm : str
         The allreduce algorithm (:mod:`parvox.collectives`); the same in both modes.
+    threads : int, optional
+        Threads per rank for ray tracing and the EM step (seed 000's OpenMP threads inside
+        each MPI process); default ``$PARVOX_THREADS``, else 1. Each rank keeps one image:
+        the threads split the events to trace and project them, then split the image's
+        voxels to back-project, so the image is the same bit for bit at any thread count
+        (:func:`parvox.recon.projectors.em_update`). The threads are joined on return.
     dtype : float32 or float64
         Image, rows and allreduce precision.
     callback : callable, optional
@@ -266,6 +280,7 @@ def osem(
     """
     dt = _check_args(mode, progress, subsets, iterations, row_memory, chunk, tests, dtype, grid,
                      truth)
+    n_threads = resolve_threads(threads)
     fwhm = check_fwhm(postfilter)
     parse_method(method)
     progressbar.check_progress(progress_bar, "progress_bar")
@@ -275,7 +290,7 @@ def osem(
     c = get_comm(comm)
     pc = private_comm(c)
     rank, size = c.Get_rank(), c.Get_size()
-    with ListModeFile(events, comm=c) as lm:
+    with ListModeFile(events, comm=c) as lm, ThreadTeam(n_threads) as team:
         if lm.n_detectors != scanner.n_detectors:
             raise AllRanksValueError(
                 f"events: {events} was recorded by a scanner of {lm.n_detectors} detectors, "
@@ -284,7 +299,7 @@ def osem(
         if m < subsets:
             raise AllRanksValueError(f"subsets: {subsets} subsets of {m} events leave some empty",
                                    param="subsets")
-        engine = _Engine(lm, scanner, grid, method, dt, chunk, rank, size, subsets)
+        engine = _Engine(lm, scanner, grid, method, dt, chunk, rank, size, subsets, team)
         steps = [(it, sub) for it in range(iterations) for sub in range(subsets)]
         times = SubsetTimes.empty(len(steps))
         window = SubsetTimes.empty(len(steps))  # what each overlap window held
@@ -354,7 +369,7 @@ def osem(
     window_mean, _ = window.reduce(pc)
     return OSEMResult(_filtered(f, grid, fwhm, c), mean, most,
                       [f"{it + 1}.{sub + 1}" for it, sub in steps], m, size, mode, progress,
-                      window_mean, scores, fwhm)
+                      window_mean, scores, fwhm, n_threads)
 
 
 def _filtered(f: np.ndarray, grid: ImageGrid, fwhm: float, comm: MPI.Intracomm) -> np.ndarray:
@@ -370,21 +385,41 @@ def _test_calls(tests: int | None, request: Any, size: int) -> int:
 
 
 class _Engine:
-    """Reads a rank's events of a subset, traces their rows and applies them."""
+    """Reads a rank's events of a subset, traces their rows and applies them.
+
+    With a team of ``T`` threads every batch of events is cut into ``T`` consecutive parts,
+    each traced by its thread into its own arena; the blocks stay in event order.
+    """
 
     def __init__(self, lm: ListModeFile, scanner: Scanner, grid: ImageGrid, method: str,
-                 dtype: np.dtype, chunk: int, rank: int, size: int, subsets: int) -> None:
+                 dtype: np.dtype, chunk: int, rank: int, size: int, subsets: int,
+                 team: ThreadTeam) -> None:
         self.lm, self.scanner, self.grid = lm, scanner, grid
         self.method, self.dtype, self.chunk = method, dtype, chunk
         self.rank, self.size, self.subsets = rank, size, subsets
+        self.team = team
         self.row_hint: float | None = None  # entries per row seen last
         index_dtype = np.int32 if grid.size < 2**31 else np.int64
-        self.arena = RowArena(index_dtype, dtype)  # rows of one subset, reused every subset
+        # rows of one subset, reused every subset: one arena per thread
+        self.arenas = [RowArena(index_dtype, dtype) for _ in range(team.threads)]
+
+    def _reset(self) -> None:
+        for arena in self.arenas:
+            arena.reset()
 
     def _rows(self, records: np.ndarray) -> list[Rows]:
         starts, ends = self.scanner.lor_endpoints(records["d1"], records["d2"])
-        blocks = trace_row_blocks(starts, ends, self.grid, method=self.method, dtype=self.dtype,
-                                  row_hint=self.row_hint, arena=self.arena)
+        n, threads = starts.shape[0], self.team.threads
+
+        def part(t: int) -> list[Rows]:
+            a, b = split_extent(n, threads, t)
+            if a == b:
+                return []
+            return trace_row_blocks(starts[a:b], ends[a:b], self.grid, method=self.method,
+                                    dtype=self.dtype, row_hint=self.row_hint,
+                                    arena=self.arenas[t])
+
+        blocks = [b for blocks in self.team.run(part) for b in blocks]
         rows = sum(b.n_rows for b in blocks)
         if rows:
             self.row_hint = sum(int(b.indptr[-1]) for b in blocks) / rows
@@ -401,13 +436,14 @@ class _Engine:
             rec = np.zeros(1, dtype=rec.dtype)
             rec["d2"] = self.scanner.detectors_per_ring // 2
         scratch = np.zeros((c.shape[0], 2), c.dtype)[:, 1]  # the same layout as c
-        for rows in self._rows(rec):
-            em_update(f, rows, scratch)
-        self.arena.reset()
-        per_entry = self.arena.index_dtype.itemsize + self.arena.weight_dtype.itemsize
+        em_update(f, self._rows(rec), scratch, team=self.team)
+        self._reset()
+        arena = self.arenas[0]
+        per_entry = arena.index_dtype.itemsize + arena.weight_dtype.itemsize
         per_row = 1.1 * (self.row_hint or 0)
         ahead = min(int(per_row * (stop - start)), budget // per_entry)
-        self.arena.preallocate(ahead + int(per_row * self.chunk))
+        for arena in self.arenas:  # each thread traces 1 / T of every batch
+            arena.preallocate(-(-(ahead + int(per_row * self.chunk)) // len(self.arenas)))
 
     def prepare(self, subset: int, budget: int, times: SubsetTimes, step: int,
                 request: Any = None, tests: int = 0) -> _Prepared:
@@ -439,14 +475,12 @@ class _Engine:
                     step: int) -> None:
         """``c += sum A_i^T (1 / (A_i f))`` over the prepared rows, then the pending events."""
         with times.timing(step, "backproject"):
-            for rows in ready.rows:
-                em_update(f, rows, c)
+            em_update(f, ready.rows, c, team=self.team)
         ready.rows.clear()
-        self.arena.reset()
+        self._reset()
         for rec in ready.pending:
             with times.timing(step, "trace"):
                 blocks = self._rows(rec)
             with times.timing(step, "backproject"):
-                for rows in blocks:
-                    em_update(f, rows, c)
-            self.arena.reset()
+                em_update(f, blocks, c, team=self.team)
+            self._reset()

@@ -38,8 +38,10 @@ from typing import Any
 
 import numpy as np
 
+from parvox.decomposition import split_extent
 from parvox.recon import _kernels as K
 from parvox.recon.geometry import ImageGrid
+from parvox.threads import ThreadTeam
 
 __all__ = ["METHODS", "Rows", "back_project", "em_update", "forward_project", "parse_method",
            "RowArena", "trace_row_blocks", "trace_rows"]
@@ -254,6 +256,9 @@ def trace_rows(
     blocks = trace_row_blocks(starts, ends, grid, method=method, dtype=dtype)
     if len(blocks) == 1:
         return blocks[0]
+    if not blocks:  # no lines
+        return Rows(np.zeros(1, np.int64), np.empty(0, np.int32 if grid.size < 2**31 else np.int64),
+                    np.empty(0, np.dtype(dtype)))
     offsets = np.cumsum([0] + [int(b.indptr[-1]) for b in blocks])
     indptr = np.concatenate([np.zeros(1, np.int64)]
                             + [b.indptr[1:] + off for b, off in zip(blocks, offsets, strict=False)])
@@ -393,7 +398,8 @@ def trace_row_blocks(
     return blocks
 
 
-def em_update(image: np.ndarray, rows: Rows, out: np.ndarray) -> int:
+def em_update(image: np.ndarray, rows: Rows | Sequence[Rows], out: np.ndarray, *,
+              team: ThreadTeam | None = None) -> int:
     """Add ``sum_j A_j^T (1 / (A_j f))`` over the rows with ``A_j f > 0`` into ``out``.
 
     This is the per-event part of list-mode EM (Listing 1.1's inner sum). ``image`` and
@@ -401,19 +407,54 @@ def em_update(image: np.ndarray, rows: Rows, out: np.ndarray) -> int:
     ``c`` interleaved (``fc[:, 0]``, ``fc[:, 1]``), so that the scatter into ``c`` finds the
     cache lines the gather from ``f`` just loaded. Returns the number of rows that contributed.
 
+    ``rows`` may be one block or several (applied in order). With a ``team`` of ``T > 1``
+    threads (:class:`parvox.threads.ThreadTeam`) the step runs in two halves: the threads
+    split every block's rows to compute ``1 / (A_j f)``, then split ``out``'s voxels into
+    ``T`` ranges and each adds the terms of its range, row by row. Every voxel gets the same
+    terms in the same order as with one thread, so ``out`` is the same bit for bit.
+
     Examples
     --------
     >>> g = ImageGrid((1, 1, 2), 1.0)
     >>> r = trace_rows([[0, 0, -3.0]], [[0, 0, 3.0]], g, method="siddon")
     >>> c = np.zeros((1, 1, 2)); em_update(np.ones((1, 1, 2)), r, c), c.tolist()
     (1, [[[0.5, 0.5]]])
+    >>> from parvox.threads import ThreadTeam
+    >>> c2 = np.zeros((1, 1, 2))
+    >>> with ThreadTeam(2) as team:
+    ...     em_update(np.ones((1, 1, 2)), [r, r], c2, team=team), c2.tolist()
+    (2, [[[1.0, 1.0]]])
     """
-    if image.dtype != rows.weights.dtype or out.dtype != rows.weights.dtype:
-        raise TypeError(
-            f"image/out: dtypes {image.dtype}/{out.dtype} differ from the rows' {rows.weights.dtype}"
-        )
+    blocks = [rows] if isinstance(rows, Rows) else list(rows)
+    for b in blocks:
+        if image.dtype != b.weights.dtype or out.dtype != b.weights.dtype:
+            raise TypeError(
+                f"image/out: dtypes {image.dtype}/{out.dtype} differ from the rows' "
+                f"{b.weights.dtype}"
+            )
     flat_image = image if image.ndim == 1 else image.reshape(-1)
-    return int(K.em_rows(flat_image, rows.indptr, rows.indices, rows.weights, _flat_out(out)))
+    flat_out = _flat_out(out)
+    if team is None or team.threads == 1:
+        return sum(int(K.em_rows(flat_image, b.indptr, b.indices, b.weights, flat_out))
+                   for b in blocks)
+    threads = team.threads
+    ratios = [np.empty(b.n_rows, dtype=np.float64) for b in blocks]
+
+    def forward(part: int) -> int:
+        used = 0
+        for b, r in zip(blocks, ratios, strict=True):
+            first, stop = split_extent(b.n_rows, threads, part)
+            used += int(K.em_ratios(flat_image, b.indptr, b.indices, b.weights, first, stop, r))
+        return used
+
+    def back(part: int) -> None:
+        lo, hi = split_extent(flat_out.shape[0], threads, part)
+        for b, r in zip(blocks, ratios, strict=True):
+            K.em_back_range(r, b.indptr, b.indices, b.weights, flat_out, lo, hi)
+
+    used = sum(team.run(forward))
+    team.run(back)
+    return used
 
 
 def _flat_out(out: np.ndarray) -> np.ndarray:
