@@ -76,11 +76,11 @@ class _Spy:
 
 
 def _spied(n, tile, window, tests, rounds=3, ntiles=None):
-    from parvox.collectives.tiles import pipeline_run
+    from parvox.collectives.tiles import pipeline
 
     log = {"live": 0, "most": 0, "waited": []}
-    run = pipeline_run(n, lambda i: i, lambda t, items: _Spy(sum(items), rounds, log),
-                       tile=tile, window=window, ntiles=ntiles, tests=tests)
+    run = pipeline(n, lambda i: i, lambda t, items: _Spy(sum(items), rounds, log),
+                   tile=tile, window=window, ntiles=ntiles, tests=tests, stats=True)
     return run, log
 
 

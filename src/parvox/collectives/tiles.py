@@ -39,7 +39,6 @@ __all__ = [
     "autotune_tile",
     "parse_window",
     "pipeline",
-    "pipeline_run",
     "pipelined_gather",
 ]
 
@@ -127,7 +126,8 @@ def pipeline(
     window: int | str = "auto",
     ntiles: int | None = None,
     tests: int | None = None,
-) -> list[Any]:
+    stats: bool = False,
+) -> Any:
     """Compute items in tiles and overlap each tile's collective with the next tiles' work.
 
     Parameters
@@ -151,40 +151,22 @@ def pipeline(
         Test calls on the collectives in flight per tile, spread evenly over the tile's items
         (:func:`parvox.collectives.parse_tests`; 0: none). Default: one after every item,
         ``tile`` per tile.
+    stats : bool
+        Return a :class:`PipelineRun` (the results, and the tile, window and tests used).
 
     Returns
     -------
-    list
-        The requests' results, one per tile (:func:`pipeline_run` also says the window).
+    list or PipelineRun
+        The requests' results, one per tile.
 
     Examples
     --------
     >>> from parvox.collectives.requests import CompletedRequest
     >>> pipeline(5, lambda i: i, lambda t, r: CompletedRequest(sum(r)), tile=2)
     [1, 5, 4]
-    """
-    results: list[Any] = pipeline_run(n_items, compute, start, tile, window, ntiles,
-                                      tests).results
-    return results
-
-
-def pipeline_run(
-    n_items: int,
-    compute: Callable[[int], Any],
-    start: Callable[[int, list[Any]], BaseRequest[Any]],
-    tile: int = 1,
-    window: int | str = "auto",
-    ntiles: int | None = None,
-    tests: int | None = None,
-) -> PipelineRun:
-    """:func:`pipeline`, returning a :class:`PipelineRun` that says the window it used.
-
-    Examples
-    --------
-    >>> from parvox.collectives.requests import CompletedRequest
-    >>> run = pipeline_run(5, lambda i: i, lambda t, r: CompletedRequest(sum(r)), tile=2)
-    >>> run.results, run.describe()
-    ([1, 5, 4], 'tile=2 window=1 tests=2')
+    >>> pipeline(5, lambda i: i, lambda t, r: CompletedRequest(sum(r)), tile=2,
+    ...          stats=True).describe()
+    'tile=2 window=1 tests=2'
     """
     tile = parse_int(tile, "tile", minimum=1)
     win = parse_window(window)
@@ -203,13 +185,14 @@ def pipeline_run(
             results[k] = req.wait()
         req = start(t, items)
         if chosen is None:  # "auto": from the first tile's schedule
-            chosen = auto_window(req.rounds, per_tile, ntiles)
+            chosen = auto_window(getattr(req, "rounds", 1), per_tile, ntiles)
         outstanding.append((t, req))
     for k, req in outstanding:
         results[k] = req.wait()
     if chosen is None:
         chosen = auto_window(0, per_tile, max(ntiles, 1))
-    return PipelineRun(results, tile, chosen, per_tile)
+    run = PipelineRun(results, tile, chosen, per_tile)
+    return run if stats else results
 
 
 def _gather_tile(
@@ -315,9 +298,9 @@ def pipelined_gather(
     local = np.array([-(-n_items // tile)], np.int64)
     ntiles = np.zeros(1, np.int64)
     ctx.comm.Allreduce(local, ntiles, op=_mpi_max())
-    run = pipeline_run(
+    run = pipeline(
         n_items, compute, lambda t, items: _gather_tile(items, tile, root, ctx, mode),
-        tile=tile, window=window, ntiles=int(ntiles[0]), tests=tests,
+        tile=tile, window=window, ntiles=int(ntiles[0]), tests=tests, stats=True,
     )
     run.tuning = tuning
     run.results = (None if ctx.rank != root else

@@ -37,7 +37,7 @@ import numpy as np
 from parvox import collectives
 from parvox.collectives.progress import parse_tests
 from parvox.collectives.requests import BaseRequest
-from parvox.collectives.tiles import PipelineRun, parse_window, pipeline_run
+from parvox.collectives.tiles import PipelineRun, parse_window, pipeline
 from parvox.comm import get_comm
 from parvox.decomposition import split_extent
 
@@ -69,6 +69,11 @@ class _Then(BaseRequest[None]):
         super().__init__(None, name=request.name)
         self._request = request
         self._then = then
+
+    @property
+    def rounds(self) -> int:
+        """The wrapped request's rounds (what ``window="auto"`` is chosen from)."""
+        return self._request.rounds
 
     def test(self) -> bool:
         return self._request.test()
@@ -275,7 +280,8 @@ class Transpose:
 
             return _Then(req, arrived)
 
-        run = pipeline_run(len(tiles), compute, start, tile=1, window=win, tests=per_tile)
+        run: PipelineRun = pipeline(len(tiles), compute, start, tile=1, window=win,
+                                    tests=per_tile, stats=True)
         run.tile = tile
         return run
 
