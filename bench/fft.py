@@ -4,7 +4,8 @@ For N^3 volumes (128^3 and 256^3; ``--quick``: 64^3 and 128^3), complex128 and f
 to complex), at 2 ranks (and 4 in the full run), in one run:
 
 - ``parvox blocking``: slab plan, one blocking all-to-all;
-- ``parvox tile T``: slab plan, pipelined transposes (seed 004) with T planes per tile, window 2,
+- ``parvox tile T``: slab plan, pipelined transposes (seed 004) with T planes per tile, window
+  ``"auto"`` (chosen with the tile; the auto plan's tile and window are printed),
   for a sweep of tile factors; ``parvox auto``: ``tile="auto"`` (the probe's choice, its probe
   time printed apart);
 - ``parvox pencil``: pencil plan (blocking and ``auto``);
@@ -150,7 +151,7 @@ def time_case(comm: Any, n: int, kind: str, repeats: int, with_peer: bool) -> di
         want = sfft.fftn(x, workers=1) if kind == "complex" else sfft.rfftn(x, workers=1)
         err = float(np.linalg.norm(got - want) / np.linalg.norm(want))
     return {"n": n, "kind": kind, "ranks": size, "times": times, "error": err,
-            "auto_tile": auto.tile, "probe_s": probe,
+            "auto_tile": auto.tile, "probe_s": probe, "auto": auto.describe(),
             "tuning": auto.tuning.times if auto.tuning else {}}
 
 
@@ -253,6 +254,8 @@ def main() -> None:
         overlap = (med["parvox blocking"] - pipelined) / comm_s if comm_s > 0 else float("nan")
         print(f"\n{n}^3 {kind}, {p} ranks (error vs scipy {case['error']:.1e}; auto chose tile "
               f"{case['auto_tile']}, probe {case['probe_s']:.2f} s)")
+        if "auto" in case:
+            print(f"  auto plan: {case['auto']}")
         floor = floors[(n, kind)]
         for name, t in sorted(med.items(), key=lambda kv: kv[1]):
             note = " <- parvox best" if name == best_name else ""

@@ -260,13 +260,15 @@ def _tiles(comm, quick: bool) -> dict:
     def compress(i: int) -> np.ndarray:
         return np.frombuffer(zlib.compress(blocks[i].tobytes(), 6), np.uint8)
 
-    tune = tiles.autotune_tile(lambda t: tiles.pipelined_gather(n // 2, compress, tile=t),
-                               candidates=(1, 2, 4, 8))
+    chosen = tiles.pipelined_gather(n, compress, tile="auto", window="auto",
+                                    candidates=(1, 2, 4, 8), stats=True)
     whole = _timeit(comm, lambda: tiles.pipelined_gather(n, compress, tile=n, window=1), 3)
-    piped = _timeit(comm, lambda: tiles.pipelined_gather(n, compress, tile=tune.best,
-                                                         window=2), 3)
-    return {"blocks": n, "whole": whole, "pipelined": piped, "tile": tune.best,
-            "probe": {str(k): v for k, v in tune.times.items()}}
+    piped = _timeit(comm, lambda: tiles.pipelined_gather(n, compress, tile=chosen.tile,
+                                                         window=chosen.window), 3)
+    windows = comm.allgather(chosen.window)  # auto: each rank's from its own schedule
+    return {"blocks": n, "whole": whole, "pipelined": piped, "tile": chosen.tile,
+            "window": max(windows), "windows": windows, "choice": chosen.describe(),
+            "probe": {str(k): v for k, v in chosen.tuning.times.items()}}
 
 
 def worker(args: argparse.Namespace) -> None:
@@ -363,8 +365,9 @@ def report(res: dict, out: Path) -> float | None:
     t = res["tiles"]
     probe = ", ".join(f"{k}: {_fmt(v).strip()}" for k, v in t["probe"].items())
     print(f"\npipelined compression + gather to root ({t['blocks']} blocks of 64 KiB per rank):"
-          f" one gather at the end {_fmt(t['whole'])}, pipelined tile={t['tile']} window=2 "
-          f"{_fmt(t['pipelined'])} (auto-tune probe: {probe})")
+          f" one gather at the end {_fmt(t['whole'])}, pipelined {_fmt(t['pipelined'])}\n"
+          f"  chosen: tile={t['tile']} (auto-tune probe: {probe}), window="
+          f"{t.get('windows', t.get('window', 2))} per rank (auto: 2 test calls per round)")
     _plot(res, out)
     return ratio32
 

@@ -13,7 +13,7 @@ COMPLEX = (RNG.standard_normal((5, 7, 6)) + 1j * RNG.standard_normal((5, 7, 6)))
 
 #: (input, CLI arguments, NumPy's result, nprocs)
 CASES = [
-    (REAL, ["--real"], lambda: np.fft.rfftn(REAL), 3),
+    (REAL, ["--real", "--window", "3", "--tests", "2"], lambda: np.fft.rfftn(REAL), 3),
     (np.fft.rfftn(REAL), ["--real", "--inverse", "--shape", "9", "10", "7", "--tile", "auto"],
      lambda: np.fft.irfftn(np.fft.rfftn(REAL), s=(9, 10, 7), axes=(0, 1, 2)), 4),
     (COMPLEX, ["--inverse", "--norm", "ortho", "--decomposition", "pencil", "--shape", "6", "7",
@@ -42,6 +42,9 @@ def test_fft_equals_numpy(tmp_path, array, args, want, nprocs):
         (["flat.npy", "out.npy"], "IN"),
         (["in.npy", "out.npy", "--shape", "4", "0", "4"], "--shape"),
         (["in.npy", "out.npy", "--tile", "-3"], "--tile"),
+        (["in.npy", "out.npy", "--window", "0"], "--window"),
+        (["in.npy", "out.npy", "--window", "wide"], "--window"),
+        (["in.npy", "out.npy", "--tests", "-1"], "--tests"),
         (["cplx.npy", "out.npy", "--real"], "IN"),
     ],
 )

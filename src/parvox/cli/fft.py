@@ -7,7 +7,9 @@ or zero-padded to it (for ``--real --inverse`` it is the real output's shape, by
 ``2 * (last - 1)`` along the last axis, as NumPy). Rank 0 prints what it did and the time of
 the transform alone (barrier to barrier, without reading and writing). The transposes are
 pipelined in tiles of ``--tile`` planes (default: an eighth of the longest axis; ``auto``
-first times a few tile factors, which pays off only for repeated transforms).
+first times a few tile factors, which pays off only for repeated transforms), with at most
+``--window`` tiles in flight (default ``auto``: chosen with the tile) and ``--tests`` test
+calls on them after each tile (default 1).
 
 Examples
 --------
@@ -53,6 +55,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--tile", default=None, metavar="T",
         help="planes per pipelined tile, or 'auto' (default: an eighth of the longest axis)",
     )
+    parser.add_argument(
+        "--window", default="auto", metavar="W",
+        help="pipelined tiles in flight at most, or 'auto' (default: chosen with the tile)",
+    )
+    parser.add_argument(
+        "--tests", type=int, default=None, metavar="K",
+        help="test calls on the tiles in flight after each tile (default 1; 0: none)",
+    )
 
 
 def _kind(args: argparse.Namespace) -> str:
@@ -75,6 +85,16 @@ def validate(args: argparse.Namespace) -> None:
             raise UsageError("--tile", f"expected an int >= 1 or 'auto', got {args.tile!r}") from None
         if args.tile < 1:
             raise UsageError("--tile", f"must be >= 1, got {args.tile}")
+    if args.window != "auto":
+        try:
+            args.window = int(args.window)
+        except ValueError:
+            raise UsageError("--window", f"expected an int >= 1 or 'auto', got {args.window!r}") \
+                from None
+        if args.window < 1:
+            raise UsageError("--window", f"must be >= 1, got {args.window}")
+    if args.tests is not None and args.tests < 0:
+        raise UsageError("--tests", f"must be >= 0, got {args.tests}")
     shape, dtype = check_in(args)
     if len(shape) != 3:
         raise UsageError("IN", f"{args.input}: a 3-D volume is needed, got shape {shape}")
@@ -119,7 +139,8 @@ def run(args: argparse.Namespace) -> int:
     c.Barrier()
     t0 = time.perf_counter()
     tile = args.tile if args.tile is not None else max(1, -(-max(shape) // 8))
-    out = transform(d, s=args.shape, norm=args.norm, decomposition=args.decomposition, tile=tile)
+    out = transform(d, s=args.shape, norm=args.norm, decomposition=args.decomposition, tile=tile,
+                    window=args.window, tests=args.tests)
     seconds = c.allreduce(time.perf_counter() - t0, op=MPI.MAX)
     io.write_distributed(out, args.output)
     if c.Get_rank() == 0:

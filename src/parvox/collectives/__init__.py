@@ -63,7 +63,13 @@ from parvox.collectives.api import (
 )
 from parvox.collectives.exchange import exchange_by_destination
 from parvox.collectives.ops import Op, parse_op, reduce_serial
-from parvox.collectives.progress import ProgressUnavailable, overlap, parse_progress, test_calls
+from parvox.collectives.progress import (
+    ProgressUnavailable,
+    overlap,
+    parse_progress,
+    parse_tests,
+    test_calls,
+)
 from parvox.collectives.requests import (
     BaseRequest,
     CollectiveError,
@@ -123,6 +129,7 @@ __all__ = [
     "iscatterv",
     "overlap",
     "parse_op",
+    "parse_tests",
     "reduce",
     "reduce_scatter",
     "reduce_scatter_block",

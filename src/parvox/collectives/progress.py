@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
+from parvox._validate import parse_int
 from parvox.collectives._engine import ENGINE, Wakeup
 from parvox.collectives.requests import BaseRequest, Request
 from parvox.comm import ParvoxError
@@ -43,6 +44,7 @@ __all__ = [
     "ProgressUnavailable",
     "overlap",
     "parse_progress",
+    "parse_tests",
     "test_calls",
     "thread",
 ]
@@ -67,6 +69,36 @@ def parse_progress(mode: str) -> str:
     if mode not in MODES:
         raise ValueError(f"progress: expected one of {MODES}, got {mode!r}")
     return mode
+
+
+def parse_tests(tests: Any, param: str = "tests") -> int | None:
+    """Validate a number of test calls per overlap window (the seed's ``MPI_Test`` interval).
+
+    Every operation that progresses its collectives by test calls while it works takes this
+    one parameter with one meaning: ``tests`` calls spread evenly over the work that one
+    collective overlaps (a tile's items in the pipelined operations, the next subset's reading
+    and tracing in OSEM); ``0`` for none (only ``wait`` progresses), ``None`` for the
+    operation's default (:func:`overlap`, which has no other default than its ``4``, refuses
+    it).
+
+    Raises
+    ------
+    ParameterError
+        Naming ``param`` for a negative, fractional or non-integer value.
+
+    Examples
+    --------
+    >>> parse_tests(4 * 3), parse_tests(None)
+    (12, None)
+    >>> try:
+    ...     parse_tests(-1)
+    ... except ValueError as exc:
+    ...     print(exc)
+    tests: expected an integer >= 0, got -1
+    """
+    if tests is None:
+        return None
+    return parse_int(tests, param, minimum=0)
 
 
 class ProgressThread:
@@ -225,15 +257,14 @@ def overlap(
     items : iterable
         The work items (a ``range`` for a loop).
     tests : int
-        Number of test calls spread over the loop (0: none).
+        Number of test calls spread over the loop (0: none; see :func:`parse_tests`).
 
     Examples
     --------
     >>> overlap(None, lambda x: x * x, [1, 2, 3], tests=0)
     [1, 4, 9]
     """
-    if tests < 0:
-        raise ValueError(f"tests: must be >= 0, got {tests}")
+    tests = parse_int(tests, "tests", minimum=0)  # parse_tests, None refused
     todo = list(items)
     reqs: list[BaseRequest[Any]]
     if request is None:

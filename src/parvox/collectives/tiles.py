@@ -23,20 +23,99 @@ from typing import Any
 
 import numpy as np
 
+from parvox._validate import parse_int
 from parvox.collectives._context import Context, context
 from parvox.collectives._launch import start_schedule
-from parvox.collectives.progress import parse_progress
+from parvox.collectives.progress import overlap, parse_progress, parse_tests
 from parvox.collectives.requests import BaseRequest
 from parvox.collectives.schedule import Schedule
+from parvox.errors import ParameterError
 
-__all__ = ["TuneResult", "autotune_tile", "pipeline", "pipelined_gather"]
+__all__ = [
+    "DEFAULT_WINDOW",
+    "PipelineRun",
+    "TuneResult",
+    "auto_window",
+    "autotune_tile",
+    "parse_window",
+    "pipeline",
+    "pipelined_gather",
+]
 
 
-def _check_tile(tile: int, window: int) -> None:
-    if int(tile) < 1:
-        raise ValueError(f"tile: must be >= 1, got {tile}")
-    if int(window) < 1:
-        raise ValueError(f"window: must be >= 1, got {window}")
+#: the window ``window="auto"`` keeps when no test calls progress the tiles (the old default)
+DEFAULT_WINDOW = 2
+
+
+def parse_window(window: Any) -> int | str:
+    """Validate a window: tiles in flight at most (an int >= 1), or ``"auto"``.
+
+    Examples
+    --------
+    >>> parse_window("auto"), parse_window(3)
+    ('auto', 3)
+    """
+    if isinstance(window, str) and window == "auto":
+        return window
+    if isinstance(window, str):
+        raise ParameterError("window", f"window: expected an integer >= 1 or 'auto', got "
+                                       f"{window!r}")
+    return parse_int(window, "window", minimum=1)
+
+
+def auto_window(rounds: int, tests: int, ntiles: int | None = None) -> int:
+    """The window ``window="auto"`` picks: enough tiles in flight for two test calls per round.
+
+    A tile's collective is waited for once ``window`` later tiles have been computed, so it
+    sees ``window * tests`` test calls first; a schedule of ``rounds`` rounds needs about two
+    per round (:func:`parvox.collectives.test_calls`), hence ``ceil(2 * rounds / tests)``, at
+    least 1 and at most ``ntiles``. A larger tile (more test calls per tile by default) needs
+    a smaller window. Without test calls (``tests=0``) the window is :data:`DEFAULT_WINDOW`.
+
+    Examples
+    --------
+    >>> auto_window(3, 4), auto_window(3, 1), auto_window(3, 1, ntiles=4), auto_window(3, 0)
+    (2, 6, 4, 2)
+    """
+    w = DEFAULT_WINDOW if tests == 0 else max(1, -(-2 * max(int(rounds), 0) // tests))
+    return max(1, min(w, ntiles)) if ntiles is not None else w
+
+
+@dataclasses.dataclass
+class PipelineRun:
+    """What a pipelined operation did: its results and the choices it ran with.
+
+    Attributes
+    ----------
+    results : list
+        The per-tile results (:func:`pipeline`) or the gathered items (:func:`pipelined_gather`,
+        None off root).
+    tile : int
+        Items per tile.
+    window : int
+        Tiles in flight at most (chosen by :func:`auto_window` when ``window="auto"``).
+    tests : int
+        Test calls per tile.
+    tuning : TuneResult or None
+        The probe's times when ``tile="auto"``.
+    """
+
+    results: Any
+    tile: int
+    window: int
+    tests: int
+    tuning: TuneResult | None = None
+
+    def describe(self) -> str:
+        """One line: the tile and window chosen (and the test calls per tile).
+
+        Examples
+        --------
+        >>> PipelineRun([], 4, 2, 4).describe()
+        'tile=4 window=2 tests=4'
+        """
+        auto = " (auto)" if self.tuning is not None else ""
+        return f"tile={self.tile}{auto} window={self.window} tests={self.tests}"
 
 
 def pipeline(
@@ -44,9 +123,11 @@ def pipeline(
     compute: Callable[[int], Any],
     start: Callable[[int, list[Any]], BaseRequest[Any]],
     tile: int = 1,
-    window: int = 2,
+    window: int | str = "auto",
     ntiles: int | None = None,
-) -> list[Any]:
+    tests: int | None = None,
+    stats: bool = False,
+) -> Any:
     """Compute items in tiles and overlap each tile's collective with the next tiles' work.
 
     Parameters
@@ -60,14 +141,22 @@ def pipeline(
         may be empty for padding tiles) and returns its request.
     tile : int
         Items per tile (the tile factor).
-    window : int
-        At most this many collectives outstanding; the oldest is waited for first.
+    window : int or "auto"
+        At most this many collectives outstanding; the oldest is waited for first. ``"auto"``
+        (default) picks :func:`auto_window` from the first tile's request (its rounds) and
+        ``tests``.
     ntiles : int, optional
         Number of tiles to run (every rank must run the same number; default from n_items).
+    tests : int, optional
+        Test calls on the collectives in flight per tile, spread evenly over the tile's items
+        (:func:`parvox.collectives.parse_tests`; 0: none). Default: one after every item,
+        ``tile`` per tile.
+    stats : bool
+        Return a :class:`PipelineRun` (the results, and the tile, window and tests used).
 
     Returns
     -------
-    list
+    list or PipelineRun
         The requests' results, one per tile.
 
     Examples
@@ -75,25 +164,35 @@ def pipeline(
     >>> from parvox.collectives.requests import CompletedRequest
     >>> pipeline(5, lambda i: i, lambda t, r: CompletedRequest(sum(r)), tile=2)
     [1, 5, 4]
+    >>> pipeline(5, lambda i: i, lambda t, r: CompletedRequest(sum(r)), tile=2,
+    ...          stats=True).describe()
+    'tile=2 window=1 tests=2'
     """
-    _check_tile(tile, window)
+    tile = parse_int(tile, "tile", minimum=1)
+    win = parse_window(window)
+    per_tile = parse_tests(tests)
+    per_tile = tile if per_tile is None else per_tile
     if ntiles is None:
         ntiles = -(-n_items // tile)
     outstanding: list[tuple[int, BaseRequest[Any]]] = []
     results: list[Any] = [None] * ntiles
+    chosen = win if isinstance(win, int) else None
     for t in range(ntiles):
-        items = []
-        for i in range(t * tile, min((t + 1) * tile, n_items)):
-            items.append(compute(i))
-            for _, req in outstanding:  # progress the tiles in flight between items
-                req.test()
-        while len(outstanding) >= window:
+        live = [req for _, req in outstanding]
+        items = overlap(live, compute, range(t * tile, min((t + 1) * tile, n_items)), per_tile)
+        while chosen is not None and len(outstanding) >= chosen:
             k, req = outstanding.pop(0)
             results[k] = req.wait()
-        outstanding.append((t, start(t, items)))
+        req = start(t, items)
+        if chosen is None:  # "auto": from the first tile's schedule
+            chosen = auto_window(getattr(req, "rounds", 1), per_tile, ntiles)
+        outstanding.append((t, req))
     for k, req in outstanding:
         results[k] = req.wait()
-    return results
+    if chosen is None:
+        chosen = auto_window(0, per_tile, max(ntiles, 1))
+    run = PipelineRun(results, tile, chosen, per_tile)
+    return run if stats else results
 
 
 def _gather_tile(
@@ -148,11 +247,13 @@ def pipelined_gather(
     compute: Callable[[int], np.ndarray],
     root: int = 0,
     tile: int | str = 4,
-    window: int = 2,
+    window: int | str = "auto",
     comm: Any = None,
     progress: str | None = None,
     candidates: Sequence[int] = (1, 2, 4, 8, 16),
-) -> list[np.ndarray] | None:
+    tests: int | None = None,
+    stats: bool = False,
+) -> Any:
     """Compute items (e.g. compressed blocks) and gather them to ``root`` tile by tile.
 
     Each rank computes its ``n_items`` items (any size, any dtype: they travel as bytes);
@@ -164,6 +265,14 @@ def pipelined_gather(
     tile : int or "auto"
         Items per tile; ``"auto"`` first probes ``candidates`` on the first items (their
         results are recomputed) and keeps the fastest.
+    window : int or "auto"
+        Gathers in flight at most; ``"auto"`` (default) chooses it with the tile
+        (:func:`auto_window`).
+    tests : int, optional
+        Test calls per tile (:func:`pipeline`); default one per item.
+    stats : bool
+        Return a :class:`PipelineRun` (the gathered items in ``results``, and the tile and
+        window used) instead of the items alone.
 
     Returns
     -------
@@ -172,27 +281,31 @@ def pipelined_gather(
     """
     ctx = context(comm)
     mode = parse_progress(progress) if progress is not None else ctx.progress
-    if tile == "auto":
+    window = parse_window(window)
+    parse_tests(tests)
+    tuning = None
+    if isinstance(tile, str) and tile == "auto":
         m = min(n_items, 2 * max(candidates))
 
         def probe(t: int) -> None:
-            pipelined_gather(m, compute, root, t, window, comm, progress)
+            pipelined_gather(m, compute, root, t, window, comm, progress, tests=tests)
 
-        tile = autotune_tile(probe, candidates, comm).best
-    if not isinstance(tile, (int, np.integer)):
-        raise ValueError(f"tile: expected an int or 'auto', got {tile!r}")
-    _check_tile(int(tile), window)
-    tile = int(tile)
+        tuning = autotune_tile(probe, candidates, comm)
+        tile = tuning.best
+    if isinstance(tile, str):
+        raise ParameterError("tile", f"tile: expected an integer >= 1 or 'auto', got {tile!r}")
+    tile = parse_int(tile, "tile", minimum=1)
     local = np.array([-(-n_items // tile)], np.int64)
     ntiles = np.zeros(1, np.int64)
     ctx.comm.Allreduce(local, ntiles, op=_mpi_max())
-    results = pipeline(
+    run = pipeline(
         n_items, compute, lambda t, items: _gather_tile(items, tile, root, ctx, mode),
-        tile=tile, window=window, ntiles=int(ntiles[0]),
+        tile=tile, window=window, ntiles=int(ntiles[0]), tests=tests, stats=True,
     )
-    if ctx.rank != root:
-        return None
-    return [a for i in range(ctx.size) for res in results for a in res[i]]
+    run.tuning = tuning
+    run.results = (None if ctx.rank != root else
+                   [a for i in range(ctx.size) for res in run.results for a in res[i]])
+    return run if stats else run.results
 
 
 def _mpi_max() -> Any:

@@ -7,7 +7,7 @@ gathered input (the plan's layout; with permuted ``axes``, slabs along axis 0). 
 already has the plan's layout is used as it is, without a copy.
 
 The keyword-only options (``decomposition``, ``grid``, ``pipeline``, ``tile``, ``window``,
-``progress``) go to the plan; plans are kept per shape, dtype, communicator and options, so
+``tests``, ``progress``) go to the plan; plans are kept per shape, dtype, communicator and options, so
 ``tile="auto"`` probes only on the first call of a kind.
 
 Examples
@@ -64,7 +64,7 @@ def fftn(
         NumPy's normalisation.
     **plan
         Options of :class:`~parvox.fft.plan.DistFFT` (``decomposition``, ``grid``,
-        ``pipeline``, ``tile``, ``window``, ``progress``).
+        ``pipeline``, ``tile``, ``window``, ``tests``, ``progress``).
 
     Examples
     --------

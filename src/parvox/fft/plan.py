@@ -35,7 +35,8 @@ import numpy as np
 import scipy.fft as sfft
 
 from parvox._validate import parse_int, parse_shape
-from parvox.collectives.tiles import TuneResult, autotune_tile
+from parvox.collectives.progress import parse_tests
+from parvox.collectives.tiles import TuneResult, autotune_tile, parse_window
 from parvox.comm import get_comm
 from parvox.decomposition import BlockGrid, split_extent
 from parvox.distarray import DistArray
@@ -119,8 +120,13 @@ class DistFFT:
     tile : int or "auto"
         Planes per tile; ``"auto"`` times a few tile factors with a short probe (one forward
         transform each) when the plan is made and keeps the fastest (same on every rank).
-    window : int
-        Tiles in flight at most.
+    window : int or "auto"
+        Tiles in flight at most; ``"auto"`` (default) chooses it with the tile, per transpose,
+        from the all-to-all's rounds and ``tests`` (:func:`parvox.collectives.tiles.auto_window`);
+        :attr:`windows` says what it chose.
+    tests : int, optional
+        Test calls on the tiles in flight after each tile (:func:`parvox.collectives.parse_tests`;
+        default 1, 0 for none).
     transposed_out : bool
         Leave the forward output in the transposed layout (skip the last transpose(s)).
     progress : {"test", "thread", "none"}, optional
@@ -133,6 +139,11 @@ class DistFFT:
         :meth:`backward` maps ``output_grid`` back to ``input_grid``.
     tile : int
         The tile factor in use; ``tuning`` holds the probe's times when it was ``"auto"``.
+    window : int or "auto"
+        The window asked for.
+    windows : tuple of int
+        The window each pipelined transpose of the last transform used (of the tuning probe
+        with the chosen tile, right after the plan is made; empty before any).
     """
 
     def __init__(
@@ -145,9 +156,10 @@ class DistFFT:
         comm: Any = None,
         pipeline: bool = True,
         tile: int | str = "auto",
-        window: int = 2,
+        window: int | str = "auto",
         transposed_out: bool = False,
         progress: str | None = None,
+        tests: int | None = None,
     ) -> None:
         self.comm = get_comm(comm)
         self.shape = _parse_shape(shape)
@@ -163,7 +175,10 @@ class DistFFT:
         n0, n1, n2 = self.shape
         m2 = n2 // 2 + 1 if self.real else n2
         self.output_shape = (n0, n1, m2)
-        self.window = parse_int(window, "window", 1)
+        self.window = parse_window(window)
+        self.tests = parse_tests(tests)
+        self.windows: tuple[int, ...] = ()
+        self._windows: list[int] = []
         self.pipeline = bool(pipeline)
         self.transposed_out = bool(transposed_out)
         self.progress = progress
@@ -261,8 +276,23 @@ class DistFFT:
         return (
             f"DistFFT(shape={self.shape}, dtype={self.input_dtype}, {self.decomposition}{grid}, "
             f"pipeline={self.pipeline}, tile={self.tile}, window={self.window}, "
+            f"tests={self.tests}, "
             f"transposed_out={self.transposed_out})"
         )
+
+    def describe(self) -> str:
+        """The tile and window choices in one line (``auto`` marks what was chosen).
+
+        Examples
+        --------
+        >>> DistFFT((4, 6, 5), tile=2, comm=None).describe().startswith("tile=2 window=auto")
+        True
+        """
+        tile = f"{self.tile} (auto)" if self.tuning is not None else str(self.tile)
+        used = ",".join(map(str, self.windows)) or "-"
+        window = f"auto ({used})" if self.window == "auto" else str(self.window)
+        tests = "default" if self.tests is None else str(self.tests)
+        return f"tile={tile} window={window} tests={tests}"
 
     # ------------------------------------------------------------------ transforms
     def forward(
@@ -399,6 +429,7 @@ class DistFFT:
 
         Intermediate arrays are the plan's work arrays, reused by the next call.
         """
+        self._windows = []
         steps: list[tuple[str, Any]] = [("axis", a) for a in sched.head]
         steps += [("stage", s) for s in sched.stages] + [("axis", a) for a in sched.tail]
         ours = False
@@ -419,6 +450,8 @@ class DistFFT:
             else:
                 self._stage(step, x, dst, ours, forward, norm, tile)
             x, ours = dst, True
+        if self._windows:
+            self.windows = tuple(self._windows)
         return x
 
     def _stage(
@@ -437,8 +470,11 @@ class DistFFT:
         def post(k0: int, k1: int) -> None:
             self._in_place(dst[_tile(ta, k0, k1)], stage.post, forward, norm)
 
-        t.run(src_tile, dst, x.shape[ta], post if stage.post else None, pipelined=self.pipeline,
-              tile=tile, window=self.window, progress=self.progress)
+        run = t.run(src_tile, dst, x.shape[ta], post if stage.post else None,
+                    pipelined=self.pipeline, tile=tile, window=self.window,
+                    progress=self.progress, tests=self.tests)
+        if run is not None:
+            self._windows.append(run.window)
 
     # ------------------------------------------------------------------ tuning
     def _autotune(self) -> TuneResult:
@@ -448,9 +484,15 @@ class DistFFT:
         )
         candidates = sorted({max(1, -(-longest // k)) for k in _AUTO_TILE_COUNTS})
         probe_input = np.zeros(self._in_local, self.input_dtype)
-        return autotune_tile(
-            lambda t: self.forward_local(probe_input, tile=t), candidates, self.comm
-        )
+        windows: dict[int, tuple[int, ...]] = {}
+
+        def probe(t: int) -> None:
+            self.forward_local(probe_input, tile=t)
+            windows[t] = self.windows
+
+        tuning = autotune_tile(probe, candidates, self.comm)
+        self.windows = windows[tuning.best]
+        return tuning
 
 
 def _cut(plan: DistFFT, stage: _Stage) -> int:

@@ -4,8 +4,10 @@ A :class:`Transpose` moves a 3-D array that is cut along ``axis_in`` over a comm
 whole along ``axis_out``) into the layout cut along ``axis_out`` (and whole along ``axis_in``):
 one all-to-all. The third axis, the *tile axis*, is cut on neither side, so its planes are
 independent. Seed 004's non-blocking 3-D FFT pipelines over them: transform a tile of planes,
-start its ``ialltoallv``, transform the next tile while at most ``window`` are in flight, and
-transform each tile's received planes as soon as it arrives.
+start its ``ialltoallv``, transform the next tile while at most ``window`` are in flight
+(``"auto"``: :func:`parvox.collectives.tiles.auto_window`, from the tile's schedule and the
+``tests`` test calls made after each tile), and transform each tile's received planes as soon
+as it arrives.
 
 Both sides see plain ``numpy`` arrays in the same axis order. The block for rank ``j`` is the
 source tile restricted to ``j``'s part of ``axis_out`` (divmod split, as
@@ -33,8 +35,9 @@ from typing import Any
 import numpy as np
 
 from parvox import collectives
+from parvox.collectives.progress import parse_tests
 from parvox.collectives.requests import BaseRequest
-from parvox.collectives.tiles import pipeline
+from parvox.collectives.tiles import PipelineRun, parse_window, pipeline
 from parvox.comm import get_comm
 from parvox.decomposition import split_extent
 
@@ -66,6 +69,11 @@ class _Then(BaseRequest[None]):
         super().__init__(None, name=request.name)
         self._request = request
         self._then = then
+
+    @property
+    def rounds(self) -> int:
+        """The wrapped request's rounds (what ``window="auto"`` is chosen from)."""
+        return self._request.rounds
 
     def test(self) -> bool:
         return self._request.test()
@@ -104,6 +112,7 @@ class Transpose:
         self.index = self.comm.Get_rank()
         self.parts_in = [split_extent(self.n_in, self.size, i) for i in range(self.size)]
         self.parts_out = [split_extent(self.n_out, self.size, i) for i in range(self.size)]
+        # free (send, receive) buffer pairs by (send size, receive size, dtype)
         self._buffers: dict[tuple[Any, ...], tuple[list[np.ndarray], list[np.ndarray]]] = {}
 
     def source_shape(self, ntile: int) -> tuple[int, ...]:
@@ -167,9 +176,10 @@ class Transpose:
         *,
         pipelined: bool = True,
         tile: int = 1,
-        window: int = 2,
+        window: int | str = "auto",
         progress: str | None = None,
-    ) -> None:
+        tests: int | None = None,
+    ) -> PipelineRun | None:
         """Transpose into ``dst``, one tile of ``tile`` planes at a time.
 
         Parameters
@@ -186,16 +196,30 @@ class Transpose:
         pipelined : bool
             Non-blocking all-to-all per tile with at most ``window`` in flight; ``False`` is one
             blocking all-to-all of the whole array (``tile`` is then ignored).
-        tile, window : int
-            Planes per tile and tiles in flight.
+        tile : int
+            Planes per tile.
+        window : int or "auto"
+            Tiles in flight at most; ``"auto"`` (default) chooses it from the first tile's
+            all-to-all and ``tests`` (:func:`parvox.collectives.tiles.auto_window`).
         progress : {"test", "thread", "none"}, optional
             Progress mode of the non-blocking all-to-alls (the communicator's default).
+        tests : int, optional
+            Test calls on the tiles in flight after each tile is transformed and packed
+            (:func:`parvox.collectives.parse_tests`); default 1.
+
+        Returns
+        -------
+        PipelineRun or None
+            The tile and window the pipelined transpose used (None when it ran blocking or
+            on one rank).
         """
+        win = parse_window(window)
+        per_tile = parse_tests(tests)
         if not pipelined:
             tile = max(ntile, 1)
         tiles = tile_slices(ntile, tile)
         if not tiles:
-            return
+            return None
         if self.size == 1:
             for k0, k1 in tiles:
                 block = src_tile(k0, k1)
@@ -204,47 +228,62 @@ class Transpose:
                     target[...] = block
                 if post is not None:
                     post(k0, k1)
-            return
+            return None
         send_most, recv_most = (sum(c) for c in self._counts(tile))
-        nbuf = 1 if not pipelined else window + 1
-        key = (nbuf, send_most, recv_most, dst.dtype.str)
-        if key not in self._buffers:  # kept for the next call: fresh pages are slow to touch
+        # buffer pairs, one per tile in flight plus the one being packed; kept for the next
+        # call (fresh pages are slow to touch)
+        key = (send_most, recv_most, dst.dtype.str)
+        if key not in self._buffers:
             self._buffers.clear()
-            self._buffers[key] = (
-                [np.empty(send_most, dst.dtype) for _ in range(nbuf)],
-                [np.empty(recv_most, dst.dtype) for _ in range(nbuf)],
-            )
-        sends, recvs = self._buffers[key]
+            self._buffers[key] = ([], [])
+        free_sends, free_recvs = self._buffers[key]
+
+        def take() -> tuple[np.ndarray, np.ndarray]:
+            if not free_sends:
+                return np.empty(send_most, dst.dtype), np.empty(recv_most, dst.dtype)
+            return free_sends.pop(), free_recvs.pop()
+
         if not pipelined:
+            send_buf, recv_buf = take()
             scounts, rcounts = self._counts(ntile)
-            self._pack(src_tile(0, ntile), sends[0], dst, 0, ntile)
-            collectives.alltoallv(sends[0], scounts, recvs[0], rcounts, comm=self.comm)
-            self._unpack(recvs[0], dst, 0, ntile)
+            self._pack(src_tile(0, ntile), send_buf, dst, 0, ntile)
+            collectives.alltoallv(send_buf, scounts, recv_buf, rcounts, comm=self.comm)
+            self._unpack(recv_buf, dst, 0, ntile)
+            free_sends.append(send_buf)
+            free_recvs.append(recv_buf)
             if post is not None:
                 post(0, ntile)
-            return
+            return None
+        packed: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
         def compute(t: int) -> int:
             k0, k1 = tiles[t]
-            self._pack(src_tile(k0, k1), sends[t % nbuf], dst, k0, k1)
+            packed[t] = take()
+            self._pack(src_tile(k0, k1), packed[t][0], dst, k0, k1)
             return t
 
         def start(t: int, _items: list[Any]) -> BaseRequest:
             k0, k1 = tiles[t]
             scounts, rcounts = self._counts(k1 - k0)
-            send = sends[t % nbuf][: sum(scounts)]
-            recv = recvs[t % nbuf][: sum(rcounts)]
+            send_buf, recv_buf = packed.pop(t)
+            send = send_buf[: sum(scounts)]
+            recv = recv_buf[: sum(rcounts)]
             req = collectives.ialltoallv(send, scounts, recv, rcounts, comm=self.comm,
                                          progress=progress)
 
             def arrived() -> None:
                 self._unpack(recv, dst, k0, k1)
+                free_sends.append(send_buf)
+                free_recvs.append(recv_buf)
                 if post is not None:
                     post(k0, k1)
 
             return _Then(req, arrived)
 
-        pipeline(len(tiles), compute, start, tile=1, window=window)
+        run: PipelineRun = pipeline(len(tiles), compute, start, tile=1, window=win,
+                                    tests=per_tile, stats=True)
+        run.tile = tile
+        return run
 
 
 def same_view(a: np.ndarray, b: np.ndarray) -> bool:

@@ -185,8 +185,7 @@ def _check_args(mode: str, progress: str, subsets: int, iterations: int, row_mem
         raise ValueError(f"row_memory: must be >= 0 bytes, got {row_memory}")
     if chunk < 1:
         raise ValueError(f"chunk: must be >= 1 event, got {chunk}")
-    if tests is not None and tests < 0:
-        raise ValueError(f"tests: must be >= 0, got {tests}")
+    collectives.parse_tests(tests)
     dt = np.dtype(dtype)
     if dt not in (np.float32, np.float64):
         raise TypeError(f"dtype: expected float32 or float64, got {dt}")
@@ -249,9 +248,11 @@ def osem(
     progress : {"test", "thread"}
         Who progresses the non-blocking allreduce in overlap mode.
     tests : int, optional
-        Test calls per overlapped subset (progress ``test`` only). Default: two per round of
-        the allreduce's schedule (:attr:`parvox.collectives.BaseRequest.rounds`), at least
-        ``4 * P`` (seed 000's count).
+        Test calls per overlapped subset (progress ``test`` only), spread evenly over the
+        reading and tracing of the next subset: the same parameter as the pipelined
+        operations' (:func:`parvox.collectives.parse_tests`; 0 for none). Default: two per
+        round of the allreduce's schedule (:attr:`parvox.collectives.BaseRequest.rounds`), at
+        least ``4 * P`` (seed 000's count).
     row_memory : int
         Bytes per rank of rows computed ahead in overlap mode (the rest is traced in step 2).
     chunk : int
