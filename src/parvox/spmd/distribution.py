@@ -62,7 +62,14 @@ from parvox.spmd.accesses import (
     row_offset,
 )
 from parvox.spmd.diagnostics import Diagnostic, Severity
-from parvox.spmd.language import COLLECTIVE, Reduction, Timer, Transfer, TransferItem
+from parvox.spmd.language import (
+    COLLECTIVE,
+    RankCount,
+    Reduction,
+    Timer,
+    Transfer,
+    TransferItem,
+)
 from parvox.spmd.loopreads import check_parallel_loop
 from parvox.spmd.states import (
     ENTIRE,
@@ -78,7 +85,7 @@ from parvox.spmd.states import (
 )
 
 if TYPE_CHECKING:
-    from parvox.spmd.checker import LoopPlan, Placement
+    from parvox.spmd.checker import LoopPlan, Placement, Region
     from parvox.spmd.source import Source
 
 __all__ = ["Flow", "distribution_problems"]
@@ -87,8 +94,18 @@ __all__ = ["Flow", "distribution_problems"]
 class Flow:
     """The interpretation of one program: the state of every variable, the problems found."""
 
-    def __init__(self, src: Source, placements: Sequence[Placement]) -> None:
+    def __init__(
+        self, src: Source, placements: Sequence[Placement], regions: Sequence[Region] = ()
+    ) -> None:
         self.src = src
+        # ncpus sections and parblocks by the line of the directive that closes them
+        self.closing: dict[int, list[Region]] = {}
+        self.opening: set[int] = set()  # the lines of the parblocks' opening directives
+        for r in regions:
+            if r.kind != "ronly":
+                self.closing.setdefault(r.closer.pos.line, []).append(r)
+            if r.kind == "section" and r.opener.pos.line == r.block:
+                self.opening.add(r.block)
         self.placements = sorted(placements, key=lambda p: p.directive.lines[0])
         self.plans: dict[int, tuple[LoopPlan, int]] = {
             id(p.loop.node): (p.loop, p.directive.pos.line)
@@ -96,6 +113,7 @@ class Flow:
             if p.loop is not None
         }
         self.state: dict[str, State] = {}
+        self.entry: dict[str, State] = {}  # the states where the open ncpus section began
         self.known: set[str] = set()  # names every rank has bound (imports, defs, loops, ...)
         self.row_vars: list[str] = []  # variables of the loops over rows around a statement
         self.problems: dict[tuple[str, int, str], Diagnostic] = {}
@@ -226,6 +244,19 @@ class Flow:
         d = p.directive
         timer = any(isinstance(c, Timer) for c in d.clauses)
         for c in d.clauses:
+            if c.keyword == "parblock":
+                if d.pos.line in self.opening:
+                    mode = "section"
+                else:
+                    mode = "all"
+                    self.shared_after(d.pos.line, "parblock")
+                continue
+            if c.keyword == "ncpus" and mode == "all":
+                if isinstance(c, RankCount):
+                    self.entry = dict(self.state)
+                else:
+                    self.shared_after(d.pos.line, "ncpus")
+                continue
             if c.keyword == "ronly":
                 if region is not None:
                     mode, region = region[0], None
@@ -250,6 +281,57 @@ class Flow:
                         o = Origin(origin_word, d.pos.line, ref.name, f"{origin_word}[{r.op}: ...]")
                         self.put(ref.name, dataclasses.replace(after, origin=o))
         return mode, region
+
+    def shared_after(self, line: int, what: str) -> None:
+        """After an ncpus section or a parblock every rank holds what it assigned, whole.
+
+        What else an ncpus section changed (an array its transfers moved in place) only the
+        section's ranks saw, split among themselves: afterwards the root keeps the whole
+        value it held, and no other rank holds anything certain.
+        """
+        assigned = {n for r in self.closing.get(line, []) for n in r.names}
+        if what == "ncpus":
+            for name, st in list(self.state.items()):
+                if name not in assigned and self.entry.get(name) != st:
+                    o = Origin("ncpus", line, name, "ncpus")
+                    self.put(name, State(st.root and st.partial is None, None, origin=o))
+        for r in self.closing.get(line, []):
+            for name in r.names:
+                st = self.get(name)
+                if r.kind == "ncpus" and (not st.root or st.partial is not None):
+                    self.say(
+                        (line, r.closer.pos.col),
+                        (name, line),
+                        f"every rank gets the root's `{name}` at the end of the ncpus section "
+                        f"(line {line}), but the root does not hold it whole "
+                        f"({explain(name, st)}){self.fix_for(name, st, line)}",
+                    )
+                o = Origin(what, line, name, what)
+                self.put(name, State(True, FULL, False, None, o))
+                self.known.add(name)
+
+    def section_reads(self, s: ast.stmt) -> None:
+        """A parblock section runs on one rank: what it reads must be whole on every rank."""
+        for part in self.read_parts(s):
+            for name, _sub in name_reads(part):
+                st = self.state.get(name.id)
+                if st is None or (st.rows == FULL and st.partial is None and st.bound):
+                    continue
+                if not st.bound:
+                    fix = "assign it on every rank before the block"
+                elif st.partial is not None:
+                    fix = f"reduce it on every rank first with `#$spmd roa[{st.partial or 'SUM'}: {name.id}]`"
+                elif st.root:
+                    what = f"E: {name.id}" if name.id in self.arrays else name.id
+                    fix = f"send it first with `#$spmd r2a[{what}]`"
+                else:
+                    fix = f"give every rank all of it first with `#$spmd a2a[E: {name.id}]`"
+                self.say(
+                    name,
+                    (name.id, s.lineno),
+                    f"a parblock section reads `{name.id}` on whichever rank runs it, but it is "
+                    f"{explain(name.id, st)}: {fix} before the block",
+                )
 
     def reduces_a_whole(self, word: str, op: str, name: str, line: int, col: int) -> None:
         """Warn when a SUM/PROD combines a scalar every rank already holds whole."""
@@ -336,6 +418,8 @@ class Flow:
             self.root_reads(s, region)
         elif mode == "all":
             self.bound_reads(s)
+        elif mode == "section":
+            self.section_reads(s)
         if isinstance(s, ast.For | ast.AsyncFor | ast.While):
             if isinstance(s, ast.For | ast.AsyncFor):
                 it = self.value(s.iter)
@@ -618,13 +702,16 @@ class Flow:
     # -- parallel loops ---------------------------------------------------------------
 
 
-def distribution_problems(source: Source, placements: Sequence[Placement]) -> list[Diagnostic]:
+def distribution_problems(
+    source: Source, placements: Sequence[Placement], regions: Sequence[Region] = ()
+) -> list[Diagnostic]:
     """Errors and notes about data the ranks read but do not hold (see the module docstring).
 
-    ``placements`` are the checker's (:class:`~parvox.spmd.checker.Placement`), from a
-    program whose directives are otherwise correct.
+    ``placements`` and ``regions`` are the checker's (:class:`~parvox.spmd.checker.Placement`,
+    :class:`~parvox.spmd.checker.Region`), from a program whose directives are otherwise
+    correct. After an ``ncpus`` section or a ``parblock`` every rank holds what it assigned.
     """
-    flow = Flow(source, placements)
+    flow = Flow(source, placements, regions)
     tree = source.tree
     assert tree is not None
     flow.block(tree.body, 0, len(source.lines) + 2, "all")
