@@ -475,9 +475,7 @@ class _Checker:
 
     def halo_share(self, placements: list[Placement]) -> None:
         """With ``root_share`` the parts are uneven: halo rows need the even split."""
-        shared = [
-            c for p in placements for c in p.directive.clauses if isinstance(c, RootShare)
-        ]
+        shared = [c for p in placements for c in p.directive.clauses if isinstance(c, RootShare)]
         if not shared or shared[0].value == 1.0:
             return
         for p in placements:
@@ -499,7 +497,9 @@ class _Checker:
         kind: str = "ronly",
         block: Directive | None = None,
     ) -> Region:
-        word = {"ronly": "ronly region", "ncpus": "ncpus section", "section": "parblock section"}[kind]
+        word = {"ronly": "ronly region", "ncpus": "ncpus section", "section": "parblock section"}[
+            kind
+        ]
         closing = {"ronly": "ronly", "ncpus": "ncpus"}.get(kind, "directive")
         if closer.indent != indent:
             self.say(

@@ -160,8 +160,10 @@ def span_names(tree: ast.Module, lines: range) -> tuple[list[str], list[ast.Name
                     write(child.id)
                 elif isinstance(child.ctx, ast.Load):
                     reads.append(child)
-            elif isinstance(child, ast.Subscript | ast.Attribute) and top and isinstance(
-                child.ctx, ast.Store
+            elif (
+                isinstance(child, ast.Subscript | ast.Attribute)
+                and top
+                and isinstance(child.ctx, ast.Store)
             ):
                 base = child.value
                 while isinstance(base, ast.Subscript | ast.Attribute):
