@@ -4,8 +4,9 @@
 each loop clause rewrites (and the arrays whose rows split it), and reports what would go wrong:
 unknown clauses, an unclosed ``ronly``, a ``dopar`` not followed by a ``for ... in range(...)``
 loop, ``a2r`` with ``E:``, a name the program never assigns, a ``barrier`` (or any clause all
-ranks must reach) inside ``ronly``, and more. The :class:`Analysis` it returns is what the
-translator renders.
+ranks must reach) inside ``ronly``, a directive inside a ``parblock`` section, sections that
+read what another section assigns, an unclosed ``ncpus`` section, and more. The
+:class:`Analysis` it returns is what the translator renders.
 
 Examples
 --------

@@ -16,6 +16,10 @@ gathered                       parts everywhere and the whole on the root (after
 partial (op)                   each rank its own partial result of a parallel loop
 ============================  =============================================================
 
+After an ``ncpus`` section or a ``parblock`` every rank holds what the section assigned, whole
+(the root's value, or the value of the rank that ran the section); a ``parblock`` section, run
+on one rank, must read only what every rank holds whole.
+
 Each read is checked against the state: inside a parallel loop over ``i``, ``a[i + k]`` needs
 ``|k|`` halo rows (or the entire array); a read inside ``ronly`` needs the root's value; a
 partial result needs its reduction first. A mistake is an error naming the directive to add;

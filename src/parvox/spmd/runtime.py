@@ -12,6 +12,11 @@ The runtime's state is the seed's ``spmd.h`` common block: ``spmd.rank`` (``spmd
 the timers ``spmd.time``/``spmd.ttime`` (seconds of the last start/stop pair, on the root).
 A program may read them, though a program that does no longer runs unchanged serially.
 
+Beyond the seed's library: ``ncpus_begin``/``ncpus_end`` run an ``ncpus=n`` section on the
+first ranks (a sub-communicator), ``section``/``parblock_end`` run a ``parblock``'s independent
+sections one rank each, and ``set_root_share`` gives the root a lighter share of every split
+(strategy A); each ends by giving every rank the values the section assigned.
+
 Examples
 --------
 >>> import numpy as np
