@@ -9,8 +9,6 @@ translation, and the runtime calls with bad input.
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -19,7 +17,8 @@ import pytest
 from parvox.spmd import check, translate
 from parvox.testing import mpi_test
 
-from ..cli._helpers import LAUNCH_TIMEOUT, _env, check_ok, run_parvox
+from ..cli._helpers import check_ok, run_parvox
+from ._programs import serial_stdout
 
 HERE = Path(__file__).resolve().parent
 FOLDER = HERE / "seed_programs"
@@ -41,17 +40,8 @@ def translated(tmp_path_factory):
     for p in PROGRAMS:
         shutil.copy(p, where / p.name)
         (where / f"{p.stem}_translated.py").write_text(translate(p.read_text(), p.name))
-        proc = subprocess.run(
-            [sys.executable, str(p)],
-            cwd=where,
-            capture_output=True,
-            text=True,
-            env=_env(),
-            timeout=LAUNCH_TIMEOUT,
-        )
-        assert proc.returncode == 0, proc.stderr
-        assert proc.stdout, f"{p.name} printed nothing: the comparison would prove little"
-        serial[p.stem] = proc.stdout
+        serial[p.stem] = serial_stdout(p, where)
+        assert serial[p.stem], f"{p.name} printed nothing: the comparison would prove little"
     return where, serial
 
 

@@ -314,6 +314,16 @@ class Flow:
                 self.put(name, State(True, FULL, False, None, o))
                 self.known.add(name)
 
+    def whole_fix(self, name: str, st: State, op: str) -> str:
+        """The directive that gives every rank all of ``name`` (in state ``st``)."""
+        if st.partial is not None:
+            return f"reduce it first with `#$spmd roa[{st.partial or op}: {name}]`"
+        if st.root:
+            return (
+                f"send it first with `#$spmd r2a[{f'E: {name}' if name in self.arrays else name}]`"
+            )
+        return f"give every rank all of it (`#$spmd a2a[E: {name}]`)"
+
     def section_reads(self, s: ast.stmt) -> None:
         """A parblock section runs on one rank: what it reads must be whole on every rank."""
         for part in self.read_parts(s):
@@ -321,15 +331,7 @@ class Flow:
                 st = self.state.get(name.id)
                 if st is None or (st.rows == FULL and st.partial is None and st.bound):
                     continue
-                if not st.bound:
-                    fix = "assign it on every rank before the block"
-                elif st.partial is not None:
-                    fix = f"reduce it on every rank first with `#$spmd roa[{st.partial or 'SUM'}: {name.id}]`"
-                elif st.root:
-                    what = f"E: {name.id}" if name.id in self.arrays else name.id
-                    fix = f"send it first with `#$spmd r2a[{what}]`"
-                else:
-                    fix = f"give every rank all of it first with `#$spmd a2a[E: {name.id}]`"
+                fix = self.whole_fix(name.id, st, "SUM") if st.bound else "assign it on every rank"
                 self.say(
                     name,
                     (name.id, s.lineno),
@@ -542,14 +544,10 @@ class Flow:
             st = self.state.get(name.id)
             if st is None or not st.bound or (st.rows == FULL and st.partial is None):
                 continue
-            if st.partial is not None:
-                fix = f"reduce it first with `#$spmd roa[{st.partial or 'MAX'}: {name.id}]`"
-            elif st.origin is not None and st.origin.what == "ror":
+            if st.partial is None and st.origin is not None and st.origin.what == "ror":
                 fix = f"reduce it with roa instead of ror (line {st.origin.line})"
-            elif st.root:
-                fix = f"send it first with `#$spmd r2a[{name.id}]`"
             else:
-                fix = f"give every rank all of it (`#$spmd a2a[E: {name.id}]`)"
+                fix = self.whole_fix(name.id, st, "MAX")
             self.say(
                 name,
                 (name.id, s.lineno),

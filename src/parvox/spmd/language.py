@@ -91,25 +91,8 @@ CLAUSES = (
     "section",
     "root_share",
 )
-#: Clauses every rank must reach together (they communicate or split a loop).
-COLLECTIVE = frozenset(
-    {
-        "init",
-        "end",
-        "barrier",
-        "dopar",
-        "dodyn",
-        "pipe",
-        "r2a",
-        "a2r",
-        "a2a",
-        "ror",
-        "roa",
-        "ncpus",
-        "parblock",
-        "root_share",
-    }
-)
+#: Clauses every rank must reach together (they communicate, split a loop or open a section).
+COLLECTIVE = frozenset(CLAUSES) - {"ronly", "time", "ttime", "print", "tcpus", "section"}
 #: What a program may read of the runtime (``spmd.time`` in ``print[...]``, for example).
 RUNTIME_NAMES = ("rank", "size", "is_root", "mystart", "myend", "mypart", "time", "ttime")
 #: Reduction operations of ``ror``/``roa`` and the name :mod:`parvox.reductions` gives each.
