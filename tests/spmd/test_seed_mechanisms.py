@@ -2,7 +2,7 @@
 
 Each mechanism has a program under ``seed_programs/``: it checks clean, and its plain serial
 run and its translated runs at 1, 2, 3 and 4 ranks print the same, byte for byte (one
-``mpiexec`` per rank count runs all four). Then the checker's errors, at their positions, the
+``mpiexec`` per rank count runs them all). Then the checker's errors, at their positions, the
 translation, and the runtime calls with bad input.
 """
 
@@ -26,8 +26,14 @@ PROGRAMS = sorted(FOLDER.glob("*.py"))
 DRIVER = HERE / "_portability_driver.py"
 
 
-def test_the_four_programs_are_there_and_check_clean():
-    assert [p.stem for p in PROGRAMS] == ["ncpus", "parblock", "root_serves", "root_share"]
+def test_the_programs_are_there_and_check_clean():
+    assert [p.stem for p in PROGRAMS] == [
+        "ncpus",
+        "nested",
+        "parblock",
+        "root_serves",
+        "root_share",
+    ]
     for p in PROGRAMS:
         assert check(p.read_text(), p.name) == [], p.name
 

@@ -431,10 +431,10 @@ class Flow:
                 it = self.value(s.iter)
                 for n in ast.walk(s.target):
                     if isinstance(n, ast.Name):
-                        if mode == "all":
+                        if mode != "root":  # every rank, or the one running a section
                             self.known.add(n.id)
                         self.put(
-                            n.id, unrow(it) if mode == "all" else self.rooted(it, n.id, region)
+                            n.id, unrow(it) if mode != "root" else self.rooted(it, n.id, region)
                         )
             stop = s.orelse[0].lineno if s.orelse else hi
             rows = (
@@ -516,7 +516,7 @@ class Flow:
     def binds(self, names: list[str], mode: str, region: tuple[str, int] | None) -> None:
         """Names bound by an import, def, class or ``with ... as``: values the checker ignores."""
         for name in names:
-            if mode == "all" or name in self.known:
+            if mode == "all" or name in self.known:  # a section's imports stay on its rank
                 self.known.add(name)
                 self.state.pop(name, None)
             else:  # the root alone has it
