@@ -196,6 +196,26 @@ def test_translation_of_each_mechanism():
     ) in text["parblock"]
 
 
+def test_clauses_before_a_closing_ncpus_run_inside_the_section():
+    text = translate(GATHER_THEN_CLOSE, "g.py")
+    assert "#$spmd a2r[P: out], ncpus\n    # spmd: a2r" in text
+    assert "    spmd.a2r_part(out)\n# spmd: ncpus -- end of the section" in text
+
+
+GATHER_THEN_CLOSE = """\
+#$spmd init
+import numpy as np
+
+out = np.zeros((11, 2))
+#$spmd ncpus=2
+#$spmd dopar
+for i in range(11):
+    out[i] = i
+#$spmd a2r[P: out], ncpus
+#$spmd end
+"""
+
+
 # ---------------------------------------------------------------- the runtime
 def test_ncpus_below_one_names_ncpus():
     from parvox.errors import ParameterError

@@ -320,7 +320,9 @@ def _directive_code(placement: Placement, analysis: Analysis, unit: str) -> list
     # the closing directive starts inside its region; a directive in the body is indented by
     # the region's prefix like the lines around it
     closes = placement.in_region and any(c.keyword == "ronly" for c in d.clauses)
-    depth = 1 if closes else 0
+    # clauses before a closing ncpus still run inside its section
+    ends_ncpus = any(c.keyword == "ncpus" and not isinstance(c, RankCount) for c in d.clauses)
+    depth = 1 if closes or ends_ncpus else 0
     timer_line = any(isinstance(c, Timer) for c in d.clauses)
     empty = {r.opener.pos for r in analysis.regions if r.empty}
     code: list[str] = []
