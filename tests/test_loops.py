@@ -179,3 +179,68 @@ def test_pipe_tiles_wavefront_equals_the_serial_loop_nest():
         list(pipe_tiles(np.zeros((4, 4)), range(4), range(0, 4, 2), chunk=2))
     with pytest.raises(ValueError, match="two axes"):
         list(pipe_tiles(np.zeros(4), range(4), range(4), chunk=2))
+
+
+# ---------------------------------------------------------------- strategy A: root_share
+@pytest.mark.parametrize(
+    ("n", "parts", "share", "want"),
+    [
+        (10, 4, 1.0, [3, 3, 2, 2]),  # the even divmod split
+        (10, 4, 0.5, [1, 3, 3, 3]),  # floor(0.5 * 10 / 4) = 1 for the root
+        (10, 4, 0.0, [0, 4, 3, 3]),  # the root computes nothing
+        (23, 3, 0.5, [3, 10, 10]),
+        (7, 1, 0.0, [7]),  # alone, the root holds everything
+        (0, 3, 0.5, [0, 0, 0]),
+    ],
+)
+def test_share_sizes_give_the_root_its_fraction_of_an_equal_share(n, parts, share, want):
+    from parvox.loops import share_extent, share_sizes
+
+    assert share_sizes(n, parts, share) == want
+    starts = [share_extent(n, parts, k, share) for k in range(parts)]
+    assert starts == [(sum(want[:k]), sum(want[: k + 1])) for k in range(parts)]
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.5, float("nan"), "half", True])
+def test_root_share_outside_zero_to_one_names_root_share(bad):
+    from parvox.errors import ParameterError
+    from parvox.loops import dopar, share_sizes
+
+    for call in (lambda: share_sizes(10, 2, bad), lambda: dopar(10, root_share=bad)):
+        with pytest.raises(ParameterError) as info:
+            call()
+        assert info.value.param == "root_share"
+
+
+@mpi_test(timeout=90)
+def test_dopar_and_pipe_with_root_share_equal_the_serial_loops():
+    import numpy as np
+    from mpi4py import MPI
+
+    from parvox.loops import dopar, pipe, share_sizes
+    from parvox.spmd.transfers import gather_parts
+
+    comm = MPI.COMM_WORLD
+    rank, size = comm.Get_rank(), comm.Get_size()
+    for share in (0.0, 0.25, 0.5, 1.0):
+        for start, stop in [(0, 0), (0, 31), (4, 17)]:
+            parts = comm.allgather(list(dopar(start, stop, root_share=share)))
+            assert [i for p in parts for i in p] == list(range(start, stop))
+            assert [len(p) for p in parts] == share_sizes(stop - start, size, share)
+        # rows: each rank computes its rows of the shared split; the gather uses the same one
+        n = 29
+        out = np.zeros((n, 3))
+        for i in dopar(1, n - 1, rows=n, root_share=share):
+            out[i] = i * np.arange(3)
+        gather_parts(out, root_share=share)
+        if rank == 0:
+            ref = np.zeros((n, 3))
+            ref[1 : n - 1] = np.arange(1, n - 1)[:, None] * np.arange(3)
+            np.testing.assert_array_equal(out, ref)
+        # a carried dependence down the uneven parts
+        x = np.arange(n, dtype=float) % 5
+        for i in pipe(x, range(1, n), root_share=share):
+            x[i] += x[i - 1]
+        gather_parts(x, root_share=share)
+        if rank == 0:
+            np.testing.assert_array_equal(x, np.cumsum(np.arange(n, dtype=float) % 5))

@@ -2,7 +2,9 @@
 
 - :func:`dopar` gives a rank its share of a loop: an even divmod split of the iterations, or,
   with ``rows=n``, the iterations that fall in the rank's part of an array of ``n`` rows
-  (the owner computes its rows).
+  (the owner computes its rows). ``root_share`` gives the root a lighter share (the seed's
+  strategy A, a root that also communicates); :func:`share_sizes` / :func:`share_extent`
+  are that split.
 - :func:`dodyn` / :func:`dodyn_range` hand out chunks of iterations from the root to whoever
   asks next, so fast ranks do more; the results (or the rows of an array) come back to root.
 - :func:`pipe` / :func:`pipe_tiles` run a loop with a carried dependence along axis 0 (a running
@@ -34,16 +36,83 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
+from parvox._validate import parse_float
 from parvox.comm import get_comm, private_comm
-from parvox.decomposition import split_extent
+from parvox.decomposition import split_sizes
+from parvox.errors import ParameterError
 from parvox.tags import DODYN, LOOPS_PIPE, next_call
 
 if TYPE_CHECKING:
     from mpi4py import MPI
 
-__all__ = ["dodyn", "dodyn_range", "dopar", "pipe", "pipe_tiles"]
+__all__ = [
+    "dodyn",
+    "dodyn_range",
+    "dopar",
+    "parse_root_share",
+    "pipe",
+    "pipe_tiles",
+    "share_extent",
+    "share_sizes",
+]
 
 R = TypeVar("R")
+
+
+def parse_root_share(root_share: Any) -> float:
+    """Check a ``root_share``: a number in ``[0, 1]`` (ParameterError naming ``root_share``).
+
+    Examples
+    --------
+    >>> parse_root_share(0.5)
+    0.5
+    """
+    share = parse_float(root_share, "root_share", 0.0)
+    if share > 1.0:
+        raise ParameterError(
+            "root_share", f"root_share: expected a number in [0, 1], got {root_share!r}"
+        )
+    return share
+
+
+def share_sizes(n: int, parts: int, root_share: float = 1.0) -> list[int]:
+    """Sizes of the ``parts`` pieces of ``n`` items when part 0 (the root) takes a lighter share.
+
+    ``root_share=1`` is the even divmod split (:func:`parvox.decomposition.split_sizes`).
+    Otherwise the root gets ``floor(root_share * n / parts)`` items, that fraction of an equal
+    share (the seed's strategy A: the root also distributes and collects), and the other
+    parts split the rest by divmod. ``root_share=0`` leaves the root no items at all when
+    there are other parts; with one part it holds everything.
+
+    Examples
+    --------
+    >>> share_sizes(10, 4), share_sizes(10, 4, 0.5), share_sizes(10, 4, 0.0)
+    ([3, 3, 2, 2], [1, 3, 3, 3], [0, 4, 3, 3])
+    """
+    share = parse_root_share(root_share)
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    if parts < 1:
+        raise ValueError(f"parts must be >= 1, got {parts}")
+    if share == 1.0 or parts == 1:
+        return split_sizes(n, parts)
+    root = int(share * n / parts)
+    return [root, *split_sizes(n - root, parts - 1)]
+
+
+def share_extent(n: int, parts: int, index: int, root_share: float = 1.0) -> tuple[int, int]:
+    """The ``[start, stop)`` of part ``index`` of ``n`` items split by :func:`share_sizes`.
+
+    Examples
+    --------
+    >>> [share_extent(10, 3, i, 0.5) for i in range(3)]
+    [(0, 1), (1, 6), (6, 10)]
+    """
+    sizes = share_sizes(n, parts, root_share)
+    if not 0 <= index < parts:
+        raise ValueError(f"index must be in [0, {parts}), got {index}")
+    start = sum(sizes[:index])
+    return start, start + sizes[index]
 
 
 def _clip(iterations: range, lo: int, hi: int) -> range:
@@ -70,6 +139,7 @@ def dopar(
     step: int = 1,
     *,
     rows: int | None = None,
+    root_share: float = 1.0,
     comm: MPI.Intracomm | None = None,
 ) -> range:
     """This rank's share of ``range(start, stop, step)`` (or ``range(start)``).
@@ -80,13 +150,22 @@ def dopar(
     ``range(n)``: the part of an array of ``n`` rows it owns, so a loop over
     ``range(1, n - 1)`` computes exactly the owner's rows (the owner computes).
 
+    ``root_share`` (in ``[0, 1]``, default 1) gives the root that fraction of an equal share
+    and the other ranks the rest (:func:`share_sizes`; the seed's strategy A, for a root that
+    also distributes and collects). With ``rows=n`` the array's parts follow the same split,
+    so the transfers of those parts must use the same ``root_share``
+    (:func:`parvox.spmd.transfers.gather_parts` and the others take it).
+
     Examples
     --------
     >>> dopar(3, 8)
     range(3, 8)
     >>> dopar(1, 9, rows=10)
     range(1, 9)
+    >>> dopar(8, root_share=0.5)         # one rank: still the whole range
+    range(0, 8)
     """
+    share = parse_root_share(root_share)
     if stop is None:
         start, stop = 0, start
     if step == 0:
@@ -95,12 +174,12 @@ def dopar(
     if rows is not None:
         if rows < 0:
             raise ValueError(f"rows must be >= 0, got {rows}")
-        lo, hi = split_extent(rows, c.Get_size(), c.Get_rank())
+        lo, hi = share_extent(rows, c.Get_size(), c.Get_rank(), share)
         return _clip(range(start, stop, step), lo, hi)
     if step == 1 and stop < start:
         raise ValueError(f"stop ({stop}) must be >= start ({start})")
     whole = range(start, stop, step)
-    lo, hi = split_extent(len(whole), c.Get_size(), c.Get_rank())
+    lo, hi = share_extent(len(whole), c.Get_size(), c.Get_rank(), share)
     return whole[lo:hi]
 
 
@@ -304,13 +383,15 @@ def _pipe_exchange(
         array[index] = buf
 
 
-def _pipe_part(array: np.ndarray, carry: int, comm: MPI.Intracomm) -> tuple[int, int, slice, slice]:
+def _pipe_part(
+    array: np.ndarray, carry: int, comm: MPI.Intracomm, root_share: float = 1.0
+) -> tuple[int, int, slice, slice]:
     """This rank's part ``[lo, hi)`` of axis 0, the rows it receives and the rows it passes on."""
     if carry < 1:
         raise ValueError(f"carry must be >= 1, got {carry}")
     if array.ndim < 1:
         raise ValueError("array must have at least one axis")
-    lo, hi = split_extent(array.shape[0], comm.Get_size(), comm.Get_rank())
+    lo, hi = share_extent(array.shape[0], comm.Get_size(), comm.Get_rank(), root_share)
     return lo, hi, slice(max(lo - carry, 0), lo), slice(max(hi - carry, 0), hi)
 
 
@@ -319,6 +400,7 @@ def pipe(
     iterations: range,
     *,
     carry: int = 1,
+    root_share: float = 1.0,
     comm: MPI.Intracomm | None = None,
 ) -> Iterator[int]:
     """Node pipelining (seed PIPE): run a loop with a dependence carried down axis 0 of ``array``.
@@ -337,6 +419,8 @@ def pipe(
         The loop's range; its values index axis 0 of ``array``.
     carry : int
         How many rows back the dependence reaches (``x[i]`` reads ``x[i - carry]``).
+    root_share : float
+        The root's part as a fraction of an equal share (:func:`share_sizes`; default 1).
     comm : MPI.Intracomm, optional
         Communicator (world by default).
 
@@ -350,7 +434,7 @@ def pipe(
     [0.0, 1.0, 1.0, 2.0, 3.0, 5.0]
     """
     c = get_comm(comm)
-    lo, hi, above, last = _pipe_part(array, carry, c)
+    lo, hi, above, last = _pipe_part(array, carry, c, parse_root_share(root_share))
     size, me = c.Get_size(), c.Get_rank()
     if me > 0:
         _pipe_exchange(c, array, above, None, send=False)
@@ -366,6 +450,7 @@ def pipe_tiles(
     *,
     chunk: int,
     carry: int = 1,
+    root_share: float = 1.0,
     comm: MPI.Intracomm | None = None,
 ) -> Iterator[tuple[range, range]]:
     """A pipelined loop nest cut into column chunks, so the ranks work at once (a wavefront).
@@ -397,7 +482,7 @@ def pipe_tiles(
     if array.ndim < 2:
         raise ValueError(f"array must have at least two axes for column chunks, got {array.ndim}")
     c = get_comm(comm)
-    lo, hi, above, last = _pipe_part(array, carry, c)
+    lo, hi, above, last = _pipe_part(array, carry, c, parse_root_share(root_share))
     size, me = c.Get_size(), c.Get_rank()
     mine = _clip(iterations, lo, hi)
     starts = list(range(columns.start, columns.stop, chunk))

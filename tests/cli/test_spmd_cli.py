@@ -44,7 +44,7 @@ def test_check_reports_errors_with_line_and_caret_and_exits_2(progs, capsys):
     out = capsys.readouterr().out.splitlines()
     assert out == [
         f"{path}:3:8: error: unknown clause 'dopr'; clauses are init, end, barrier, ronly, time, "
-        "ttime, print, dopar, dodyn, pipe, r2a, a2r, a2a, ror, roa, tcpus, ncpus",
+        "ttime, print, dopar, dodyn, pipe, r2a, a2r, a2a, ror, roa, tcpus, ncpus, parblock, section, root_share",
         "    #$spmd dopr, a2r[E: x]",
         "           ^",
         f"{path}:3:18: error: a2r moves parts only: write a2r[P: x] (E: is an entire array; use "

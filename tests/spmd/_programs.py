@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
+
+from ..cli._helpers import LAUNCH_TIMEOUT, _env
 
 PROGRAMS = Path(__file__).resolve().parent / "programs"
 
@@ -21,3 +25,17 @@ def corrected(name: str) -> str:
     old, new = FIXES[name]
     assert text.count(old) == 1, (name, old)
     return text.replace(old, new)
+
+
+def serial_stdout(program: Path, cwd: Path) -> str:
+    """What ``program`` prints when plain ``python`` runs it in ``cwd`` (it must succeed)."""
+    proc = subprocess.run(
+        [sys.executable, str(program)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=LAUNCH_TIMEOUT,
+    )
+    assert proc.returncode == 0, f"{program.name} failed serially:\n{proc.stderr}"
+    return proc.stdout

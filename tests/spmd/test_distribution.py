@@ -9,8 +9,6 @@ serially, and their corrections print the same.
 from __future__ import annotations
 
 import dataclasses
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -20,8 +18,8 @@ from parvox.spmd import analyse, check, read_source
 from parvox.spmd.distribution import ENTIRE, FULL, State, meet
 from parvox.spmd.translator import render
 
-from ..cli._helpers import LAUNCH_TIMEOUT, _env, check_ok, run_parvox
-from ._programs import PROGRAMS, corrected
+from ..cli._helpers import check_ok, run_parvox
+from ._programs import PROGRAMS, corrected, serial_stdout
 from .test_checker import found
 
 HERE = Path(__file__).resolve().parent
@@ -463,18 +461,7 @@ def test_refused_programs_differ_at_3_ranks_and_their_corrections_do_not(tmp_pat
             copy.write_text(text)
             copy.with_name(f"{stem}_translated.py").write_text(_translate_anyway(copy))
             programs.append(copy)
-    serial = {}
-    for prog in programs:
-        proc = subprocess.run(
-            [sys.executable, str(prog)],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            env=_env(),
-            timeout=LAUNCH_TIMEOUT,
-        )
-        assert proc.returncode == 0, proc.stderr
-        serial[prog.stem] = proc.stdout
+    serial = {prog.stem: serial_stdout(prog, tmp_path) for prog in programs}
     out = tmp_path / "runs"
     check_ok(
         run_parvox(str(out), *map(str, programs), mpiexec=3, driver=[str(DRIVER)], timeout=300)

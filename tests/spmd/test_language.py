@@ -12,6 +12,7 @@ from parvox.spmd.language import (
     RankCount,
     Reduction,
     Ref,
+    RootShare,
     Timer,
     Transfer,
     parse_clauses,
@@ -126,7 +127,12 @@ def test_rank_counts():
         ("pipe[a, 0]", 8, "must be >= 1"),
         ("dopar[a, b]", 0, "write dopar[array]"),
         ("tcpus=0", 5, "tcpus=n with a rank count n >= 1"),
-        ("ncpus", 0, "ncpus=n"),
+        ("ncpus=0", 5, "ncpus=n with a rank count n >= 1"),
+        ("ncpus=x", 5, "ncpus=n with a rank count n >= 1"),
+        ("root_share=1.5", 10, "root_share=f with a fraction 0 <= f <= 1"),
+        ("root_share", 0, "root_share=f"),
+        ("dodyn[2, a, root_works=maybe]", 12, "root_works=False"),
+        ("dodyn[2, a, b, c]", 0, "dodyn[chunk, array, root_works=False]"),
         ("init extra", 5, "unexpected 'extra' after init"),
         ("$$", 0, "expected a clause name"),
     ],
@@ -137,6 +143,26 @@ def test_errors_point_at_the_offending_text(text, col, words):
     line, got_col, message = found[0]
     assert (line, got_col) == (5, col), message
     assert words in message
+
+
+def test_the_seed_mechanisms_parse():
+    share, ncpus, close, par, sec, dyn = (
+        parse_clauses(t, AT)[0][0]
+        for t in (
+            "root_share=0.5",
+            "ncpus=2",
+            "ncpus",
+            "parblock",
+            "section",
+            "dodyn[4, img, root_works=False]",
+        )
+    )
+    assert share == RootShare("root_share", AT, 0.5)
+    assert ncpus == RankCount("ncpus", AT, 2)
+    assert (type(close).__name__, close.keyword) == ("Plain", "ncpus")
+    assert [par.keyword, sec.keyword] == ["parblock", "section"]
+    assert isinstance(dyn, Loop) and dyn.root_works is False and dyn.chunk == 4
+    assert parse_clauses("dodyn[4, img]", AT)[0][0].root_works is True
 
 
 def test_good_clauses_survive_a_bad_one():

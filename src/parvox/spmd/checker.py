@@ -4,8 +4,9 @@
 each loop clause rewrites (and the arrays whose rows split it), and reports what would go wrong:
 unknown clauses, an unclosed ``ronly``, a ``dopar`` not followed by a ``for ... in range(...)``
 loop, ``a2r`` with ``E:``, a name the program never assigns, a ``barrier`` (or any clause all
-ranks must reach) inside ``ronly``, and more. The :class:`Analysis` it returns is what the
-translator renders.
+ranks must reach) inside ``ronly``, a directive inside a ``parblock`` section, sections that
+read what another section assigns, an unclosed ``ncpus`` section, and more. The
+:class:`Analysis` it returns is what the translator renders.
 
 Examples
 --------
@@ -38,13 +39,21 @@ from parvox.spmd.language import (
     Loop,
     Pos,
     Print,
+    RankCount,
     Reduction,
     Ref,
+    RootShare,
     Timer,
     Transfer,
 )
 from parvox.spmd.source import Directive, Source, read_source
-from parvox.spmd.syntax import assigned_names, early_exits, indexed_arrays, range_loop_problem
+from parvox.spmd.syntax import (
+    assigned_names,
+    early_exits,
+    indexed_arrays,
+    range_loop_problem,
+    span_names,
+)
 
 __all__ = ["Analysis", "LoopPlan", "Placement", "Region", "analyse", "check"]
 
@@ -83,12 +92,21 @@ class Placement:
 
 @dataclasses.dataclass(frozen=True)
 class Region:
-    """A ``ronly`` region: the directives that open and close it and the lines between."""
+    """A region: the directives that open and close it and the lines between.
+
+    ``kind`` is ``"ronly"``, ``"ncpus"`` (run on the first ranks) or ``"section"`` (one
+    section of a ``parblock``; ``block`` is the line of the ``parblock`` that opens it).
+    ``names`` are the variables the region assigns (what an ``ncpus`` section or a
+    ``parblock`` section gives every rank at its end).
+    """
 
     opener: Directive
     closer: Directive
     indent: str
     empty: bool
+    kind: str = "ronly"
+    names: tuple[str, ...] = ()
+    block: int = 0
 
     @property
     def body(self) -> range:
@@ -297,6 +315,9 @@ class _Checker:
         regions: list[Region] = []
         opener: tuple[Directive, str] | None = None
         loops: list[LoopPlan] = []
+        ncpus: tuple[Directive, str] | None = None
+        par: tuple[Directive, str, Directive] | None = None  # (parblock, indent, section start)
+        sections: list[Region] = []
         inits = [d for d in self.src.directives if any(c.keyword == "init" for c in d.clauses)]
         for d in self.src.directives:
             indent = self.place(d)
@@ -313,6 +334,63 @@ class _Checker:
                 self.names(clause)
                 if isinstance(clause, Transfer):
                     self.transfer(clause)
+                if par is not None and clause.keyword not in ("parblock", "section"):
+                    self.say(
+                        clause.pos,
+                        "error",
+                        f"{clause.keyword} inside the parblock of line {par[0].pos.line}: each section runs on one rank alone, so a directive there would not reach the other ranks; move it before or after the block",
+                    )
+                    continue
+                if clause.keyword == "section":
+                    if par is None:
+                        self.say(
+                            clause.pos,
+                            "error",
+                            "section outside a parblock: open the block with `#$spmd parblock`",
+                        )
+                    else:
+                        sections.append(self.region(par[2], d, par[1], "section", par[0]))
+                        par = (par[0], par[1], d)
+                    continue
+                if clause.keyword == "parblock" and opener is None:
+                    if par is None:
+                        par = (d, indent, d)
+                    else:
+                        sections.append(self.region(par[2], d, par[1], "section", par[0]))
+                        regions += self.parblock(sections)
+                        par, sections = None, []
+                    continue
+                if clause.keyword == "ncpus" and opener is None:
+                    if isinstance(clause, RankCount):
+                        if ncpus is not None:
+                            self.say(
+                                clause.pos,
+                                "error",
+                                f"an ncpus section inside the one opened at line {ncpus[0].pos.line}: close that one first with `#$spmd ncpus`",
+                            )
+                        else:
+                            ncpus = (d, indent)
+                    elif ncpus is None:
+                        self.say(
+                            clause.pos,
+                            "error",
+                            "this ncpus closes no section: open one with `#$spmd ncpus=n`",
+                        )
+                    else:
+                        region = self.region(ncpus[0], d, ncpus[1], "ncpus")
+                        if region.empty:
+                            self.say(ncpus[0].pos, "error", "this ncpus section holds no code")
+                        regions.append(region)
+                        ncpus = None
+                    continue
+                if isinstance(clause, RootShare) and not any(
+                    c.keyword == "init" for c in d.clauses
+                ):
+                    self.say(
+                        clause.pos,
+                        "error",
+                        "root_share sets the split of every loop and transfer: write it with init (`#$spmd init, root_share=f`)",
+                    )
                 if clause.keyword == "ronly":
                     if opener is not None:
                         start, level = opener
@@ -344,20 +422,91 @@ class _Checker:
                 "error",
                 "this ronly region is never closed: end it with another `#$spmd ronly`",
             )
+        if ncpus is not None:
+            self.say(
+                ncpus[0].pos,
+                "error",
+                "this ncpus section is never closed: end it with `#$spmd ncpus`",
+            )
+        if par is not None:
+            self.say(
+                par[0].pos,
+                "error",
+                "this parblock is never closed: end it with another `#$spmd parblock`",
+            )
+        self.halo_share(placements)
         self.loops(loops)
         self.program(regions)
         if not any(d.severity == "error" for d in self.problems):
-            self.problems += distribution_problems(self.src, placements)
+            self.problems += distribution_problems(self.src, placements, regions)
         return Analysis(
             self.src, tuple(placements), tuple(regions), tuple(sorted(set(self.problems)))
         )
 
-    def region(self, opener: Directive, closer: Directive, indent: str) -> Region:
+    def parblock(self, sections: list[Region]) -> list[Region]:
+        """Check the sections of one parblock: not empty, each writing what no other reads."""
+        owner: dict[str, Region] = {}
+        for sec in sections:
+            if sec.empty:
+                self.say(
+                    sec.opener.pos,
+                    "error",
+                    f"an empty section of the parblock of line {sec.block}: give it code or drop this divider",
+                )
+            for name in sec.names:
+                if name in owner:
+                    self.say(
+                        sec.opener.pos,
+                        "error",
+                        f"two sections of the parblock of line {sec.block} assign `{name}` (the one after line {owner[name].opener.pos.line} and this one): sections run at once on different ranks; assign it in one section only",
+                    )
+                else:
+                    owner[name] = sec
+        assert self.tree is not None
+        for sec in sections:
+            for node in span_names(self.tree, sec.body)[1]:
+                other = owner.get(node.id)
+                if other is not None and other is not sec and node.id not in sec.names:
+                    self.say(
+                        self.node_pos(node),
+                        "error",
+                        f"`{node.id}` is assigned by another section of the parblock of line {sec.block} (after line {other.opener.pos.line}): sections run at once on different ranks, so one cannot read what another computes; read it after the block",
+                    )
+        return sections
+
+    def halo_share(self, placements: list[Placement]) -> None:
+        """With ``root_share`` the parts are uneven: halo rows need the even split."""
+        shared = [c for p in placements for c in p.directive.clauses if isinstance(c, RootShare)]
+        if not shared or shared[0].value == 1.0:
+            return
+        for p in placements:
+            for c in p.directive.clauses:
+                if isinstance(c, Transfer):
+                    for item in c.items:
+                        if item.halo is not None:
+                            self.say(
+                                item.prefix or item.ref.pos,
+                                "error",
+                                f"neighbour rows (X=n) need the even split, but root_share={shared[0].value:g} (line {shared[0].pos.line}) gives the root a lighter part: drop one of them",
+                            )
+
+    def region(
+        self,
+        opener: Directive,
+        closer: Directive,
+        indent: str,
+        kind: str = "ronly",
+        block: Directive | None = None,
+    ) -> Region:
+        word = {"ronly": "ronly region", "ncpus": "ncpus section", "section": "parblock section"}[
+            kind
+        ]
+        closing = {"ronly": "ronly", "ncpus": "ncpus"}.get(kind, "directive")
         if closer.indent != indent:
             self.say(
                 closer.pos,
                 "error",
-                f"this ronly closes the region opened at line {opener.pos.line}, which is indented to column {len(indent) + 1}: indent both alike, in one block",
+                f"this {closing} closes the {word.replace('ronly ', '')} opened at line {opener.pos.line}, which is indented to column {len(indent) + 1}: indent both alike, in one block",
             )
         inside = [ln for ln in self.logical if opener.last < ln.start < closer.lines[0]]
         for ln in inside:
@@ -365,11 +514,21 @@ class _Checker:
                 self.say(
                     (ln.start, len(ln.indent)),
                     "error",
-                    f"the ronly region opened at line {opener.pos.line} leaves its block here: close it before this line",
+                    f"the {word} opened at line {opener.pos.line} leaves its block here: close it before this line",
                 )
                 break
         directives = [o for o in self.src.directives if opener.last < o.lines[0] < closer.lines[0]]
-        return Region(opener, closer, indent, not inside and not directives)
+        body = range(opener.last + 1, closer.lines[0])
+        names = tuple(span_names(self.tree, body)[0]) if kind != "ronly" else ()
+        return Region(
+            opener,
+            closer,
+            indent,
+            not inside and not directives,
+            kind,
+            names,
+            block.pos.line if block is not None else 0,
+        )
 
     def loops(self, plans: list[LoopPlan]) -> None:
         for plan in plans:

@@ -16,6 +16,10 @@ gathered                       parts everywhere and the whole on the root (after
 partial (op)                   each rank its own partial result of a parallel loop
 ============================  =============================================================
 
+After an ``ncpus`` section or a ``parblock`` every rank holds what the section assigned, whole
+(the root's value, or the value of the rank that ran the section); a ``parblock`` section, run
+on one rank, must read only what every rank holds whole.
+
 Each read is checked against the state: inside a parallel loop over ``i``, ``a[i + k]`` needs
 ``|k|`` halo rows (or the entire array); a read inside ``ronly`` needs the root's value; a
 partial result needs its reduction first. A mistake is an error naming the directive to add;
@@ -62,7 +66,14 @@ from parvox.spmd.accesses import (
     row_offset,
 )
 from parvox.spmd.diagnostics import Diagnostic, Severity
-from parvox.spmd.language import COLLECTIVE, Reduction, Timer, Transfer, TransferItem
+from parvox.spmd.language import (
+    COLLECTIVE,
+    RankCount,
+    Reduction,
+    Timer,
+    Transfer,
+    TransferItem,
+)
 from parvox.spmd.loopreads import check_parallel_loop
 from parvox.spmd.states import (
     ENTIRE,
@@ -78,7 +89,7 @@ from parvox.spmd.states import (
 )
 
 if TYPE_CHECKING:
-    from parvox.spmd.checker import LoopPlan, Placement
+    from parvox.spmd.checker import LoopPlan, Placement, Region
     from parvox.spmd.source import Source
 
 __all__ = ["Flow", "distribution_problems"]
@@ -87,8 +98,18 @@ __all__ = ["Flow", "distribution_problems"]
 class Flow:
     """The interpretation of one program: the state of every variable, the problems found."""
 
-    def __init__(self, src: Source, placements: Sequence[Placement]) -> None:
+    def __init__(
+        self, src: Source, placements: Sequence[Placement], regions: Sequence[Region] = ()
+    ) -> None:
         self.src = src
+        # ncpus sections and parblocks by the line of the directive that closes them
+        self.closing: dict[int, list[Region]] = {}
+        self.opening: set[int] = set()  # the lines of the parblocks' opening directives
+        for r in regions:
+            if r.kind != "ronly":
+                self.closing.setdefault(r.closer.pos.line, []).append(r)
+            if r.kind == "section" and r.opener.pos.line == r.block:
+                self.opening.add(r.block)
         self.placements = sorted(placements, key=lambda p: p.directive.lines[0])
         self.plans: dict[int, tuple[LoopPlan, int]] = {
             id(p.loop.node): (p.loop, p.directive.pos.line)
@@ -96,6 +117,7 @@ class Flow:
             if p.loop is not None
         }
         self.state: dict[str, State] = {}
+        self.entry: dict[str, State] = {}  # the states where the open ncpus section began
         self.known: set[str] = set()  # names every rank has bound (imports, defs, loops, ...)
         self.row_vars: list[str] = []  # variables of the loops over rows around a statement
         self.problems: dict[tuple[str, int, str], Diagnostic] = {}
@@ -226,6 +248,19 @@ class Flow:
         d = p.directive
         timer = any(isinstance(c, Timer) for c in d.clauses)
         for c in d.clauses:
+            if c.keyword == "parblock":
+                if d.pos.line in self.opening:
+                    mode = "section"
+                else:
+                    mode = "all"
+                    self.shared_after(d.pos.line, "parblock")
+                continue
+            if c.keyword == "ncpus" and mode == "all":
+                if isinstance(c, RankCount):
+                    self.entry = dict(self.state)
+                else:
+                    self.shared_after(d.pos.line, "ncpus")
+                continue
             if c.keyword == "ronly":
                 if region is not None:
                     mode, region = region[0], None
@@ -250,6 +285,59 @@ class Flow:
                         o = Origin(origin_word, d.pos.line, ref.name, f"{origin_word}[{r.op}: ...]")
                         self.put(ref.name, dataclasses.replace(after, origin=o))
         return mode, region
+
+    def shared_after(self, line: int, what: str) -> None:
+        """After an ncpus section or a parblock every rank holds what it assigned, whole.
+
+        What else an ncpus section changed (an array its transfers moved in place) only the
+        section's ranks saw, split among themselves: afterwards the root keeps the whole
+        value it held, and no other rank holds anything certain.
+        """
+        assigned = {n for r in self.closing.get(line, []) for n in r.names}
+        if what == "ncpus":
+            for name, st in list(self.state.items()):
+                if name not in assigned and self.entry.get(name) != st:
+                    o = Origin("ncpus", line, name, "ncpus")
+                    self.put(name, State(st.root and st.partial is None, None, origin=o))
+        for r in self.closing.get(line, []):
+            for name in r.names:
+                st = self.get(name)
+                if r.kind == "ncpus" and (not st.root or st.partial is not None):
+                    self.say(
+                        (line, r.closer.pos.col),
+                        (name, line),
+                        f"every rank gets the root's `{name}` at the end of the ncpus section "
+                        f"(line {line}), but the root does not hold it whole "
+                        f"({explain(name, st)}){self.fix_for(name, st, line)}",
+                    )
+                o = Origin(what, line, name, what)
+                self.put(name, State(True, FULL, False, None, o))
+                self.known.add(name)
+
+    def whole_fix(self, name: str, st: State, op: str) -> str:
+        """The directive that gives every rank all of ``name`` (in state ``st``)."""
+        if st.partial is not None:
+            return f"reduce it first with `#$spmd roa[{st.partial or op}: {name}]`"
+        if st.root:
+            return (
+                f"send it first with `#$spmd r2a[{f'E: {name}' if name in self.arrays else name}]`"
+            )
+        return f"give every rank all of it (`#$spmd a2a[E: {name}]`)"
+
+    def section_reads(self, s: ast.stmt) -> None:
+        """A parblock section runs on one rank: what it reads must be whole on every rank."""
+        for part in self.read_parts(s):
+            for name, _sub in name_reads(part):
+                st = self.state.get(name.id)
+                if st is None or (st.rows == FULL and st.partial is None and st.bound):
+                    continue
+                fix = self.whole_fix(name.id, st, "SUM") if st.bound else "assign it on every rank"
+                self.say(
+                    name,
+                    (name.id, s.lineno),
+                    f"a parblock section reads `{name.id}` on whichever rank runs it, but it is "
+                    f"{explain(name.id, st)}: {fix} before the block",
+                )
 
     def reduces_a_whole(self, word: str, op: str, name: str, line: int, col: int) -> None:
         """Warn when a SUM/PROD combines a scalar every rank already holds whole."""
@@ -336,15 +424,17 @@ class Flow:
             self.root_reads(s, region)
         elif mode == "all":
             self.bound_reads(s)
+        elif mode == "section":
+            self.section_reads(s)
         if isinstance(s, ast.For | ast.AsyncFor | ast.While):
             if isinstance(s, ast.For | ast.AsyncFor):
                 it = self.value(s.iter)
                 for n in ast.walk(s.target):
                     if isinstance(n, ast.Name):
-                        if mode == "all":
+                        if mode != "root":  # every rank, or the one running a section
                             self.known.add(n.id)
                         self.put(
-                            n.id, unrow(it) if mode == "all" else self.rooted(it, n.id, region)
+                            n.id, unrow(it) if mode != "root" else self.rooted(it, n.id, region)
                         )
             stop = s.orelse[0].lineno if s.orelse else hi
             rows = (
@@ -426,7 +516,7 @@ class Flow:
     def binds(self, names: list[str], mode: str, region: tuple[str, int] | None) -> None:
         """Names bound by an import, def, class or ``with ... as``: values the checker ignores."""
         for name in names:
-            if mode == "all" or name in self.known:
+            if mode == "all" or name in self.known:  # a section's imports stay on its rank
                 self.known.add(name)
                 self.state.pop(name, None)
             else:  # the root alone has it
@@ -454,14 +544,10 @@ class Flow:
             st = self.state.get(name.id)
             if st is None or not st.bound or (st.rows == FULL and st.partial is None):
                 continue
-            if st.partial is not None:
-                fix = f"reduce it first with `#$spmd roa[{st.partial or 'MAX'}: {name.id}]`"
-            elif st.origin is not None and st.origin.what == "ror":
+            if st.partial is None and st.origin is not None and st.origin.what == "ror":
                 fix = f"reduce it with roa instead of ror (line {st.origin.line})"
-            elif st.root:
-                fix = f"send it first with `#$spmd r2a[{name.id}]`"
             else:
-                fix = f"give every rank all of it (`#$spmd a2a[E: {name.id}]`)"
+                fix = self.whole_fix(name.id, st, "MAX")
             self.say(
                 name,
                 (name.id, s.lineno),
@@ -618,13 +704,16 @@ class Flow:
     # -- parallel loops ---------------------------------------------------------------
 
 
-def distribution_problems(source: Source, placements: Sequence[Placement]) -> list[Diagnostic]:
+def distribution_problems(
+    source: Source, placements: Sequence[Placement], regions: Sequence[Region] = ()
+) -> list[Diagnostic]:
     """Errors and notes about data the ranks read but do not hold (see the module docstring).
 
-    ``placements`` are the checker's (:class:`~parvox.spmd.checker.Placement`), from a
-    program whose directives are otherwise correct.
+    ``placements`` and ``regions`` are the checker's (:class:`~parvox.spmd.checker.Placement`,
+    :class:`~parvox.spmd.checker.Region`), from a program whose directives are otherwise
+    correct. After an ``ncpus`` section or a ``parblock`` every rank holds what it assigned.
     """
-    flow = Flow(source, placements)
+    flow = Flow(source, placements, regions)
     tree = source.tree
     assert tree is not None
     flow.block(tree.body, 0, len(source.lines) + 2, "all")

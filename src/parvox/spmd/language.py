@@ -17,7 +17,11 @@ clauses are the seed's ``C$SPMD`` table in Python spelling:
 ``a2r[P: a]``                all to root: the parts of ``a``
 ``a2a[E: a]``, ``[P(X=n): a]``  all to all: the entire array, or ``n`` neighbour rows
 ``ror[OP: ...]``, ``roa``    reduction on root / on all; ``OP: IN=a, OUT=b`` for arrays
-``tcpus=n``, ``ncpus=n``     expected / used rank counts (a warning when the job differs)
+``tcpus=n``                  the rank count expected (a warning when the job differs)
+``ncpus=n`` ... ``ncpus``    the lines between run on the first ``n`` ranks; the rest wait
+``parblock`` ... ``parblock``  independent tasks: ``section`` separates them, one rank each
+``root_share=f``             (with ``init``) the root takes ``f`` of an equal share of rows
+``dodyn[c, a, root_works=False]``  the root only serves the chunks (the seed's strategy B)
 ==========================  ===============================================================
 
 In argument lists ``;`` separates groups and a prefix (``E:``, ``P:``, ``P(X=n):``, ``SUM:``)
@@ -55,6 +59,7 @@ __all__ = [
     "RankCount",
     "Reduction",
     "ReduceItem",
+    "RootShare",
     "Ref",
     "Timer",
     "Transfer",
@@ -82,11 +87,12 @@ CLAUSES = (
     "roa",
     "tcpus",
     "ncpus",
+    "parblock",
+    "section",
+    "root_share",
 )
-#: Clauses every rank must reach together (they communicate or split a loop).
-COLLECTIVE = frozenset(
-    {"init", "end", "barrier", "dopar", "dodyn", "pipe", "r2a", "a2r", "a2a", "ror", "roa"}
-)
+#: Clauses every rank must reach together (they communicate, split a loop or open a section).
+COLLECTIVE = frozenset(CLAUSES) - {"ronly", "time", "ttime", "print", "tcpus", "section"}
 #: What a program may read of the runtime (``spmd.time`` in ``print[...]``, for example).
 RUNTIME_NAMES = ("rank", "size", "is_root", "mystart", "myend", "mypart", "time", "ttime")
 #: Reduction operations of ``ror``/``roa`` and the name :mod:`parvox.reductions` gives each.
@@ -144,11 +150,15 @@ class Print(Clause):
 
 @dataclasses.dataclass(frozen=True)
 class Loop(Clause):
-    """``dopar``, ``dodyn[chunk, array]`` or ``pipe[array, carry(, chunk)]``."""
+    """``dopar``, ``dodyn[chunk, array(, root_works=False)]`` or ``pipe[array, carry(, chunk)]``.
+
+    ``root_works`` (``dodyn`` only): whether the root also runs chunks between serving.
+    """
 
     array: Ref | None
     chunk: Value | None
     carry: Value | None
+    root_works: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -188,9 +198,16 @@ class Reduction(Clause):
 
 @dataclasses.dataclass(frozen=True)
 class RankCount(Clause):
-    """``tcpus=n`` (ranks expected) or ``ncpus=n`` (ranks to use)."""
+    """``tcpus=n`` (ranks expected) or ``ncpus=n`` (the section up to ``ncpus`` uses ``n``)."""
 
     value: int
+
+
+@dataclasses.dataclass(frozen=True)
+class RootShare(Clause):
+    """``root_share=f``: the root's part, a fraction ``0 <= f <= 1`` of an equal share."""
+
+    value: float
 
 
 _CLAUSE = re.compile(r"([A-Za-z_]\w*)(!?)\s*")
@@ -265,8 +282,12 @@ class _Parser:
         if word in ("time", "ttime") and not bang:
             self.error(pos, f"write {word}! (the '!' marks the timer switch)")
             return None
+        if word == "ncpus" and not rest:
+            return Plain(word, pos)  # the end of an ncpus section
         if word in ("tcpus", "ncpus"):
             return self.rank_count(word, rest, pos, rest_pos)
+        if word == "root_share":
+            return self.root_share(rest, pos, rest_pos)
         args: tuple[str, Pos] | None = None
         if rest.startswith("["):
             if not rest.endswith("]"):
@@ -287,6 +308,20 @@ class _Parser:
             self.error(rest_pos if rest else pos, f"write {word}=n with a rank count n >= 1")
             return None
         return RankCount(word, pos, int(m.group(1)))
+
+    def root_share(self, rest: str, pos: Pos, rest_pos: Pos) -> Clause | None:
+        m = re.fullmatch(r"=\s*(\S*)", rest)
+        try:
+            value = float(m.group(1)) if m is not None else -1.0
+        except ValueError:
+            value = -1.0
+        if not 0.0 <= value <= 1.0:
+            self.error(
+                rest_pos if rest else pos,
+                "write root_share=f with a fraction 0 <= f <= 1 of an equal share",
+            )
+            return None
+        return RootShare("root_share", pos, value)
 
     def with_args(self, word: str, args: tuple[str, Pos] | None, pos: Pos) -> Clause | None:
         takes = {"print", "dopar", "dodyn", "pipe", "r2a", "a2r", "a2a", "ror", "roa"}
@@ -325,10 +360,10 @@ class _Parser:
     def loop(self, word: str, pos: Pos, items: list[tuple[str, Pos]]) -> Clause | None:
         forms = {
             "dopar": "dopar[array]",
-            "dodyn": "dodyn[chunk, array]",
+            "dodyn": "dodyn[chunk, array] or dodyn[chunk, array, root_works=False]",
             "pipe": "pipe[array, rows] or pipe[array, rows, chunk]",
         }
-        counts = {"dopar": (1,), "dodyn": (2,), "pipe": (2, 3)}[word]
+        counts = {"dopar": (1,), "dodyn": (2, 3), "pipe": (2, 3)}[word]
         if len(items) not in counts:
             self.error(pos, f"write {forms[word]}")
             return None
@@ -341,7 +376,20 @@ class _Parser:
             if chunk == 0:
                 self.error(items[0][1], "dodyn's chunk must be >= 1")
                 return None
-            return None if chunk is None or array is None else Loop(word, pos, array, chunk, None)
+            works = True
+            if len(items) == 3:
+                m = re.fullmatch(r"root_works\s*=\s*(True|False)", items[2][0], re.IGNORECASE)
+                if m is None:
+                    self.error(
+                        items[2][1],
+                        f"dodyn's third item is root_works=False (the root only serves chunks) "
+                        f"or root_works=True, got {items[2][0]!r}",
+                    )
+                    return None
+                works = m.group(1).lower() == "true"
+            if chunk is None or array is None:
+                return None
+            return Loop(word, pos, array, chunk, None, works)
         array = self.name(*items[0], "pipe's array")
         carry = self.value(*items[1], "pipe's row count")
         chunk = self.value(*items[2], "pipe's column chunk") if len(items) == 3 else None

@@ -12,6 +12,11 @@ The runtime's state is the seed's ``spmd.h`` common block: ``spmd.rank`` (``spmd
 the timers ``spmd.time``/``spmd.ttime`` (seconds of the last start/stop pair, on the root).
 A program may read them, though a program that does no longer runs unchanged serially.
 
+Beyond the seed's library: ``ncpus_begin``/``ncpus_end`` run an ``ncpus=n`` section on the
+first ranks (a sub-communicator), ``section``/``parblock_end`` run a ``parblock``'s independent
+sections one rank each, and ``set_root_share`` gives the root a lighter share of every split
+(strategy A); each ends by giving every rank the values the section assigned.
+
 Examples
 --------
 >>> import numpy as np
@@ -30,15 +35,16 @@ Examples
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from parvox import loops
+from parvox._text import plural
+from parvox._validate import parse_int
 from parvox.comm import ParvoxError, Timers, get_comm, private_comm
-from parvox.decomposition import split_extent
 from parvox.spmd import transfers
 
 if TYPE_CHECKING:
@@ -82,6 +88,9 @@ class Runtime:
         self.ttime = 0.0
         self.timers = Timers(self._comm_arg)
         self._running: dict[str, tuple[AbstractContextManager[None], float]] = {}
+        self.root_share = 1.0
+        # while an ncpus section runs: the whole job's communicator and its rank and size
+        self._outer: tuple[MPI.Intracomm, int, int] | None = None
 
     # -- INIT, END, BARRIER ---------------------------------------------------------------
     def init(self) -> None:
@@ -131,10 +140,97 @@ class Runtime:
                     f"the job has {self.size}\n"
                 )
 
+    def set_root_share(self, root_share: float) -> None:
+        """Give the root ``root_share`` of an equal share of every split (``root_share=f``).
+
+        The seed's strategy A: a root that also distributes and collects computes less. Every
+        later loop and transfer of parts splits the rows by :func:`parvox.loops.share_sizes`,
+        so the parts of the arrays and the loops agree; halo rows need the even split.
+        """
+        self.root_share = loops.parse_root_share(root_share)
+
+    # -- NCPUS: a section on fewer ranks --------------------------------------------------
+    def ncpus_begin(self, n: int) -> bool:
+        """Start an ``ncpus=n`` section: whether this rank runs it (one of the first ``n``).
+
+        The first ``n`` ranks run the section on their own communicator (``comm.Split``), so
+        every directive inside splits and communicates among them; the others skip it and
+        wait in :meth:`ncpus_end`. ``n`` larger than the job: every rank runs it (a warning).
+        """
+        n = parse_int(n, "ncpus", minimum=1)
+        if self._outer is not None:
+            raise ValueError("ncpus: an ncpus section is already running; close it first")
+        c = self.comm
+        rank, size = c.Get_rank(), c.Get_size()
+        if n > size and rank == 0:
+            sys.stderr.write(
+                f"parvox spmd: warning: ncpus={n}: the job has {plural(size, 'rank')}; "
+                "the section runs on all of them\n"
+            )
+        self._outer = (c, rank, size)
+        if n >= size:
+            return True
+        from mpi4py import MPI
+
+        sub = cast("MPI.Intracomm", c.Split(0 if rank < n else MPI.UNDEFINED, rank))
+        if rank >= n:
+            return False
+        self._comm = sub
+        self.rank, self.size = sub.Get_rank(), sub.Get_size()
+        private_comm(sub)  # collective over the section's ranks: create it now
+        return True
+
+    def ncpus_end(self, values: Callable[[], tuple[Any, ...]] | None = None) -> tuple[Any, ...]:
+        """End an ``ncpus`` section: free its communicator; every rank gets the root's values.
+
+        ``values`` returns what the section assigned; the root calls it and broadcasts the
+        result to every rank of the job (the other ranks never call it), so after the section
+        every rank holds the serial values, as with any number of ranks.
+        """
+        if self._outer is None:
+            raise ValueError("ncpus: no ncpus section is running")
+        outer, rank, size = self._outer
+        self._outer = None
+        if self._comm is not outer:
+            if self._comm is not None:
+                self._comm.Free()  # the section's communicator, and its private duplicate
+            self._comm = outer
+        self.rank, self.size = rank, size
+        if values is None:
+            outer.Barrier()
+            return ()
+        mine = values() if rank == 0 else None
+        return tuple(private_comm(outer).bcast(mine, root=0))
+
+    # -- PARBLOCK: independent sections ---------------------------------------------------
+    def section(self, k: int) -> bool:
+        """Whether this rank runs section ``k`` of a ``parblock`` (rank ``k % size`` does)."""
+        k = parse_int(k, "k", minimum=0)
+        return k % self.comm.Get_size() == self.comm.Get_rank()
+
+    def parblock_end(self, *values: Callable[[], tuple[Any, ...]]) -> tuple[Any, ...]:
+        """End a ``parblock``: every rank gets what each section assigned, in section order.
+
+        ``values[k]`` returns the variables section ``k`` assigned; the rank that ran the
+        section calls it. One allgather brings every section's values to every rank.
+        """
+        c = self.comm
+        rank, size = c.Get_rank(), c.Get_size()
+        mine = {k: get() for k, get in enumerate(values) if k % size == rank}
+        table: dict[int, tuple[Any, ...]] = {}
+        for got in private_comm(c).allgather(mine):
+            table.update(got)
+        return tuple(v for k in range(len(values)) for v in table[k])
+
     # -- parts and loops ------------------------------------------------------------------
     def split(self, n: int) -> range:
-        """This rank's divmod part of ``range(n)``; sets ``mystart``, ``myend``, ``mypart``."""
-        self.mystart, self.myend = split_extent(n, self.comm.Get_size(), self.comm.Get_rank())
+        """This rank's part of ``range(n)``; sets ``mystart``, ``myend``, ``mypart``.
+
+        The divmod split, or with :meth:`set_root_share` the root's lighter part.
+        """
+        self.mystart, self.myend = loops.share_extent(
+            n, self.comm.Get_size(), self.comm.Get_rank(), self.root_share
+        )
         self.mypart = self.myend - self.mystart
         return range(self.mystart, self.myend)
 
@@ -153,16 +249,27 @@ class Runtime:
         n = lengths.pop()
         self.split(n)
         r = iterations
-        return loops.dopar(r.start, r.stop, r.step, rows=n, comm=self.comm)
+        return loops.dopar(
+            r.start, r.stop, r.step, rows=n, root_share=self.root_share, comm=self.comm
+        )
 
-    def dyn_range(self, iterations: range, array: np.ndarray, chunk: int) -> Iterator[int]:
-        """The iterations of a ``dodyn`` loop this rank is handed; the root's array ends complete."""
-        return loops.dodyn_range(iterations, array, chunk=chunk, comm=self.comm)
+    def dyn_range(
+        self, iterations: range, array: np.ndarray, chunk: int, root_works: bool = True
+    ) -> Iterator[int]:
+        """The iterations of a ``dodyn`` loop this rank is handed; the root's array ends complete.
+
+        ``root_works=False`` (``dodyn[c, a, root_works=False]``): the root only serves chunks.
+        """
+        return loops.dodyn_range(
+            iterations, array, chunk=chunk, root_works=root_works, comm=self.comm
+        )
 
     def pipe_range(self, iterations: range, array: np.ndarray, carry: int) -> Iterator[int]:
         """The iterations of a ``pipe`` loop, after the ``carry`` rows above this rank's part."""
         self.split(len(array))
-        return loops.pipe(array, iterations, carry=carry, comm=self.comm)
+        return loops.pipe(
+            array, iterations, carry=carry, root_share=self.root_share, comm=self.comm
+        )
 
     def pipe_tiles(
         self, iterations: range, columns: range, array: np.ndarray, carry: int, chunk: int
@@ -170,7 +277,13 @@ class Runtime:
         """The (rows, columns) tiles of a ``pipe`` loop nest run as a wavefront."""
         self.split(len(array))
         return loops.pipe_tiles(
-            array, iterations, columns, chunk=chunk, carry=carry, comm=self.comm
+            array,
+            iterations,
+            columns,
+            chunk=chunk,
+            carry=carry,
+            root_share=self.root_share,
+            comm=self.comm,
         )
 
     # -- RONLY: timers and printing -------------------------------------------------------
@@ -215,22 +328,22 @@ class Runtime:
     def r2a_part(self, array: np.ndarray, halo: int = 0, cyclic: bool = False) -> None:
         """Every rank gets its part of the root's ``array`` and ``halo`` rows a side (``r2a[P...]``)."""
         self.split(len(array))
-        transfers.scatter_parts(array, halo, cyclic, comm=self.comm)
+        transfers.scatter_parts(array, halo, cyclic, comm=self.comm, root_share=self.root_share)
 
     def a2r_part(self, array: np.ndarray) -> None:
         """The root gets every rank's part of ``array`` (``a2r[P: a]``), in place."""
         self.split(len(array))
-        transfers.gather_parts(array, comm=self.comm)
+        transfers.gather_parts(array, comm=self.comm, root_share=self.root_share)
 
     def a2a_entire(self, array: np.ndarray) -> None:
         """Every rank gets every part of ``array`` (``a2a[E: a]``), in place."""
         self.split(len(array))
-        transfers.allgather_parts(array, comm=self.comm)
+        transfers.allgather_parts(array, comm=self.comm, root_share=self.root_share)
 
     def a2a_halo(self, array: np.ndarray, halo: int, cyclic: bool = False) -> None:
         """Every rank gets the ``halo`` rows around its part from their owners (``a2a[P(X=n)]``)."""
         self.split(len(array))
-        transfers.exchange_halo(array, halo, cyclic, comm=self.comm)
+        transfers.exchange_halo(array, halo, cyclic, comm=self.comm, root_share=self.root_share)
 
     # -- RoR, RoA -------------------------------------------------------------------------
     def ror(self, ops: str, *values: Any) -> tuple[Any, ...]:

@@ -17,8 +17,15 @@ Examples
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
-__all__ = ["assigned_names", "early_exits", "indexed_arrays", "range_loop_problem"]
+__all__ = [
+    "assigned_names",
+    "early_exits",
+    "indexed_arrays",
+    "range_loop_problem",
+    "span_names",
+]
 
 
 def assigned_names(tree: ast.Module) -> set[str]:
@@ -107,3 +114,83 @@ def range_loop_problem(node: ast.stmt | None) -> str | None:
     if node.orelse:
         return "cannot rewrite a loop with an `else:` block"
     return None
+
+
+_SCOPES = (
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.Lambda,
+    ast.ClassDef,
+    ast.ListComp,
+    ast.SetComp,
+    ast.DictComp,
+    ast.GeneratorExp,
+)
+
+
+def span_names(tree: ast.Module, lines: range) -> tuple[list[str], list[ast.Name]]:
+    """The variables the statements on ``lines`` assign, and the names they read.
+
+    Assigned: names bound by assignment (``x = ...``) and arrays written in place
+    (``a[i] = ...``, ``a += ...``), in first-write order; not the variables of ``for`` loops
+    (a parallel loop's variable differs from rank to rank) nor names bound inside functions,
+    lambdas or comprehensions. Read: every name loaded.
+
+    Examples
+    --------
+    >>> tree = ast.parse("x = 1\\nout[0] = x + y\\nz = [k for k in range(3)]\\n")
+    >>> names, reads = span_names(tree, range(1, 4))
+    >>> names, [n.id for n in reads]
+    (['x', 'out', 'z'], ['out', 'x', 'y', 'k', 'range'])
+    """
+    written: list[str] = []
+    reads: list[ast.Name] = []
+
+    def write(name: str) -> None:
+        if name not in written:
+            written.append(name)
+
+    def visit(node: ast.AST, top: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = top and not isinstance(child, _SCOPES)
+            if isinstance(node, ast.For | ast.AsyncFor) and child is node.target:
+                continue  # a loop's variable stays with the ranks that ran the loop
+            if isinstance(child, ast.Name) and top:
+                if isinstance(child.ctx, ast.Store):
+                    write(child.id)
+                elif isinstance(child.ctx, ast.Load):
+                    reads.append(child)
+            elif (
+                isinstance(child, ast.Subscript | ast.Attribute)
+                and top
+                and isinstance(child.ctx, ast.Store)
+            ):
+                base = child.value
+                while isinstance(base, ast.Subscript | ast.Attribute):
+                    base = base.value
+                if isinstance(base, ast.Name):
+                    write(base.id)
+            if isinstance(child, ast.Name) and not top and isinstance(child.ctx, ast.Load):
+                reads.append(child)
+            visit(child, inner)
+
+    for stmt in tree.body:
+        _collect(stmt, lines, visit)
+    reads.sort(key=lambda n: (n.lineno, n.col_offset))
+    return written, reads
+
+
+def _collect(stmt: ast.stmt, lines: range, visit: Callable[[ast.AST, bool], None]) -> None:
+    """Visit the statements that lie wholly on ``lines`` (descending into compound ones)."""
+    end = stmt.end_lineno or stmt.lineno
+    if stmt.lineno in lines and end in lines:
+        visit(ast.Module(body=[stmt], type_ignores=[]), not isinstance(stmt, _SCOPES))
+        return
+    if stmt.lineno < lines.stop and end >= lines.start:  # it overlaps: look inside
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            for child in getattr(stmt, field, []):
+                if isinstance(child, ast.ExceptHandler):
+                    for sub in child.body:
+                        _collect(sub, lines, visit)
+                else:
+                    _collect(child, lines, visit)

@@ -46,8 +46,10 @@ import numpy as np
 
 from parvox import collectives
 from parvox.comm import agree, get_comm, private_comm
-from parvox.decomposition import Assignment, BlockGrid, split_sizes
+from parvox.decomposition import Assignment, BlockGrid
+from parvox.errors import ParameterError
 from parvox.halo import HaloPlan, Part
+from parvox.loops import share_sizes
 from parvox.reductions import parse_reduction, reduce_array
 
 if TYPE_CHECKING:
@@ -95,9 +97,9 @@ def _agree(array: np.ndarray, what: str, comm: MPI.Intracomm) -> None:
     agree(error, what, comm)
 
 
-def _row_counts(array: np.ndarray, size: int) -> list[int]:
+def _row_counts(array: np.ndarray, size: int, root_share: float = 1.0) -> list[int]:
     row = math.prod(array.shape[1:])
-    return [rows * row for rows in split_sizes(array.shape[0], size)]
+    return [rows * row for rows in share_sizes(array.shape[0], size, root_share)]
 
 
 def _flat(array: np.ndarray) -> np.ndarray:
@@ -121,19 +123,24 @@ def scatter_parts(
     cyclic: bool = False,
     root: int = 0,
     comm: MPI.Intracomm | None = None,
+    root_share: float = 1.0,
 ) -> None:
     """Every rank gets its part of the root's ``array`` (``r2a[P: a]``), plus ``halo`` rows a side.
 
     One scatterv moves the parts; with a halo, every rank then fetches its halo rows from their
-    owners (:func:`exchange_halo`).
+    owners (:func:`exchange_halo`). ``root_share`` cuts the parts as
+    :func:`parvox.loops.share_sizes` does (the seed's strategy A); halo rows need the even
+    split (``root_share=1``).
     """
     from mpi4py import MPI
 
     c = get_comm(comm)
+    if halo:
+        _even_for_halo(root_share)
     _agree(array, "r2a[P: ...]", c)
     flat = _flat(array)
     size, me = c.Get_size(), c.Get_rank()
-    counts = _row_counts(array, size)
+    counts = _row_counts(array, size, root_share)
     lo = sum(counts[:me])
     recv = MPI.IN_PLACE if me == root else flat[lo : lo + counts[me]]
     collectives.scatterv(flat if me == root else None, counts, recv, root=root, comm=c)
@@ -141,24 +148,46 @@ def scatter_parts(
         _halo_plan(array, halo, cyclic, c).start().wait()
 
 
-def gather_parts(array: np.ndarray, root: int = 0, comm: MPI.Intracomm | None = None) -> None:
-    """The root's ``array`` gets every rank's part (``a2r[P: a]``), in place; one gatherv."""
+def gather_parts(
+    array: np.ndarray,
+    root: int = 0,
+    comm: MPI.Intracomm | None = None,
+    root_share: float = 1.0,
+) -> None:
+    """The root's ``array`` gets every rank's part (``a2r[P: a]``), in place; one gatherv.
+
+    ``root_share``: the parts as :func:`parvox.loops.share_sizes` cuts them.
+    """
     c = get_comm(comm)
     _agree(array, "a2r[P: ...]", c)
     flat = _flat(array)
-    counts = _row_counts(array, c.Get_size())
+    counts = _row_counts(array, c.Get_size(), root_share)
     me = c.Get_rank()
     lo = sum(counts[:me])
     send = flat if me == root else flat[lo : lo + counts[me]]
     collectives.gatherv(send, counts, flat if me == root else None, root=root, comm=c)
 
 
-def allgather_parts(array: np.ndarray, comm: MPI.Intracomm | None = None) -> None:
-    """Every rank gets every part of ``array`` (``a2a[E: a]``), in place; one allgatherv."""
+def allgather_parts(
+    array: np.ndarray, comm: MPI.Intracomm | None = None, root_share: float = 1.0
+) -> None:
+    """Every rank gets every part of ``array`` (``a2a[E: a]``), in place; one allgatherv.
+
+    ``root_share``: the parts as :func:`parvox.loops.share_sizes` cuts them.
+    """
     c = get_comm(comm)
     _agree(array, "a2a[E: ...]", c)
     flat = _flat(array)
-    collectives.allgatherv(flat, _row_counts(array, c.Get_size()), flat, comm=c)
+    collectives.allgatherv(flat, _row_counts(array, c.Get_size(), root_share), flat, comm=c)
+
+
+def _even_for_halo(root_share: float) -> None:
+    """Halo rows follow the even split: refuse a lighter root share (ParameterError)."""
+    if root_share != 1.0:
+        raise ParameterError(
+            "root_share",
+            f"root_share: halo rows need the even split (root_share=1), got {root_share!r}",
+        )
 
 
 def _halo_plan(array: np.ndarray, halo: int, cyclic: bool, comm: MPI.Intracomm) -> HaloPlan:
@@ -174,15 +203,21 @@ def _halo_plan(array: np.ndarray, halo: int, cyclic: bool, comm: MPI.Intracomm) 
 
 
 def exchange_halo(
-    array: np.ndarray, halo: int, cyclic: bool = False, comm: MPI.Intracomm | None = None
+    array: np.ndarray,
+    halo: int,
+    cyclic: bool = False,
+    comm: MPI.Intracomm | None = None,
+    root_share: float = 1.0,
 ) -> None:
     """Every rank gets the ``halo`` rows on each side of its part from their owners (``a2a[P(X=n)]``).
 
     The rows within ``halo`` of a rank's part (wrapping around with ``cyclic``) come from the
     ranks that own them, one message per pair of ranks, so a halo wider than a neighbour's
     part reaches further ranks. A rank with an empty part gets none. Returns None (the rows
-    arrive in place).
+    arrive in place). Halo rows follow the even split: a ``root_share`` other than 1 is a
+    ParameterError.
     """
+    _even_for_halo(root_share)
     c = get_comm(comm)
     _agree(array, "a2a[P(X=n): ...]", c)
     _halo_plan(array, halo, cyclic, c).start().wait()

@@ -44,7 +44,8 @@ import ast
 import dataclasses
 import re
 
-from parvox.spmd.checker import Analysis, LoopPlan, Placement, analyse
+from parvox._text import plural
+from parvox.spmd.checker import Analysis, LoopPlan, Placement, Region, analyse
 from parvox.spmd.diagnostics import DirectiveError
 from parvox.spmd.language import (
     OPS,
@@ -54,6 +55,7 @@ from parvox.spmd.language import (
     RankCount,
     Reduction,
     Ref,
+    RootShare,
     Timer,
     Transfer,
     TransferItem,
@@ -173,8 +175,9 @@ def _loop_comment(plan: LoopPlan) -> str:
     array = plan.arrays[0]
     if c.keyword == "dodyn":
         assert c.chunk is not None
+        serves = "" if c.root_works else " (the root only serves, it runs none)"
         return (
-            f"# spmd: dodyn -- the root hands out chunks of {_value(c.chunk)} iterations to whoever asks; "
+            f"# spmd: dodyn -- the root hands out chunks of {_value(c.chunk)} iterations to whoever asks{serves}; "
             f"each rank sends the rows of {array} it computed back to the root"
         )
     assert c.carry is not None
@@ -210,10 +213,14 @@ def _clause_code(clause: Clause, placement: Placement) -> list[str]:
         args = ", ".join(i.name if isinstance(i, Ref) else repr(i) for i in clause.items)
         return ["# spmd: print -- the root prints this (to stderr)", f"spmd.print({args})"]
     if isinstance(clause, RankCount):
-        what = "the program was written for" if word == "tcpus" else "the program should use"
         return [
-            f"# spmd: {word} -- warn unless the job has {clause.value} rank(s), the count {what}",
+            f"# spmd: {word} -- warn unless the job has {clause.value} rank(s), the count the program was written for",
             f"spmd.expect_ranks({word}={clause.value})",
+        ]
+    if isinstance(clause, RootShare):
+        return [
+            f"# spmd: root_share -- from here on the root takes {clause.value:g} of an equal share of every split",
+            f"spmd.set_root_share({clause.value!r})",
         ]
     if isinstance(clause, Transfer):
         return _transfer(clause)
@@ -281,7 +288,8 @@ def _rewrite_loop(out: _Output, plan: LoopPlan, analysis: Analysis, unit: str) -
         wrap = "spmd.my_range({}, " + ", ".join(plan.arrays) + ")"
     elif c.keyword == "dodyn":
         assert c.chunk is not None
-        wrap = "spmd.dyn_range({}, " + f"{plan.arrays[0]}, chunk={_value(c.chunk)})"
+        serves = "" if c.root_works else ", root_works=False"
+        wrap = "spmd.dyn_range({}, " + f"{plan.arrays[0]}, chunk={_value(c.chunk)}{serves})"
     elif plan.inner is None:
         assert c.carry is not None
         wrap = "spmd.pipe_range({}, " + f"{plan.arrays[0]}, carry={_value(c.carry)})"
@@ -312,11 +320,19 @@ def _directive_code(placement: Placement, analysis: Analysis, unit: str) -> list
     # the closing directive starts inside its region; a directive in the body is indented by
     # the region's prefix like the lines around it
     closes = placement.in_region and any(c.keyword == "ronly" for c in d.clauses)
-    depth = 1 if closes else 0
+    # clauses before a closing ncpus still run inside its section
+    ends_ncpus = any(c.keyword == "ncpus" and not isinstance(c, RankCount) for c in d.clauses)
+    depth = 1 if closes or ends_ncpus else 0
     timer_line = any(isinstance(c, Timer) for c in d.clauses)
     empty = {r.opener.pos for r in analysis.regions if r.empty}
     code: list[str] = []
     for clause in d.clauses:
+        if clause.keyword in ("ncpus", "parblock", "section") and not (
+            isinstance(clause, RankCount) and clause.keyword == "tcpus"
+        ):
+            lines, depth = _section_code(clause, d.pos.line, analysis)
+            code += [placement.indent + line for line in lines]
+            continue
         if clause.keyword == "ronly":
             if depth:
                 code.append(f"{placement.indent}# spmd: ronly -- end of the root-only region")
@@ -337,6 +353,61 @@ def _directive_code(placement: Placement, analysis: Analysis, unit: str) -> list
     ):
         code.append(placement.indent + unit + "pass  # the region holds no code")
     return code
+
+
+def _getter(names: tuple[str, ...]) -> str:
+    return f"lambda: ({names[0]},)" if len(names) == 1 else f"lambda: ({', '.join(names)})"
+
+
+def _section_code(clause: Clause, line: int, analysis: Analysis) -> tuple[list[str], int]:
+    """The code of an ``ncpus``/``parblock``/``section`` clause and the depth after it."""
+    word = clause.keyword
+    opens = [r for r in analysis.regions if r.opener.pos.line == line and r.kind != "ronly"]
+    closes = [r for r in analysis.regions if r.closer.pos.line == line and r.kind != "ronly"]
+    if isinstance(clause, RankCount):
+        n = clause.value
+        return [
+            f"# spmd: ncpus -- the lines up to the closing ncpus run on the first {plural(n, 'rank')}, which split and communicate among themselves; the others skip them and wait",
+            f"if spmd.ncpus_begin({n}):",
+        ], 1
+    if word == "ncpus":
+        names = closes[0].names if closes else ()
+        if not names:
+            return [
+                "# spmd: ncpus -- end of the section: every rank waits for it",
+                "spmd.ncpus_end()",
+            ], 0
+        return [
+            f"# spmd: ncpus -- end of the section: every rank gets the root's {_names(list(names))}",
+            f"{_unpack(list(names))} = spmd.ncpus_end({_getter(names)})",
+        ], 0
+    out: list[str] = []
+    if opens:
+        k = _section_index(opens[0], analysis)
+        if word == "parblock":
+            count = sum(1 for r in analysis.regions if r.kind == "section" and r.block == line)
+            out.append(
+                f"# spmd: parblock -- {count} independent sections: rank k % spmd.size runs section k, the others skip it"
+            )
+        out += [f"# spmd: section {k} -- run by rank {k} % spmd.size", f"if spmd.section({k}):"]
+        return out, 1
+    block = closes[0].block if closes else line
+    sections = [r for r in analysis.regions if r.kind == "section" and r.block == block]
+    every = [n for r in sections for n in r.names]
+    call = f"spmd.parblock_end({', '.join(_getter(r.names) if r.names else 'lambda: ()' for r in sections)})"
+    said = (
+        f"every rank gets what the sections assigned ({_names(every)})"
+        if every
+        else "every rank waits for the sections"
+    )
+    out.append(f"# spmd: parblock -- end of the block: {said}")
+    out.append(f"{_unpack(every)} = {call}" if every else call)
+    return out, 0
+
+
+def _section_index(region: Region, analysis: Analysis) -> int:
+    sections = [r for r in analysis.regions if r.kind == "section" and r.block == region.block]
+    return sections.index(region)
 
 
 def _import_line(analysis: Analysis) -> int:
