@@ -3,7 +3,10 @@
 Like OME-Zarr multiscales and Neuroglancer's scales, level ``k`` halves level 0 ``k`` times:
 its voxel ``j`` (per axis) is the mean of the level-0 voxels ``[j * 2**k, (j + 1) * 2**k)`` it
 covers; edge blocks average the voxels they contain. Integer and RGB data are rounded half to
-even, each channel on its own; float32 data keep the mean. The centre of level-k voxel ``j``
+even, each channel on its own, and clipped to the dtype; float data keep the mean (sums are
+float64, so 64-bit integer images beyond 2**53 average approximately). A label store
+(``content="labels"``) is subsampled instead: voxel ``j`` is level-0 voxel ``j * 2**k``, an
+id that exists, never a mix of two. The centre of level-k voxel ``j``
 sits at ``(j + 0.5) * 2**k - 0.5`` in level-0 voxel coordinates. Each level is striped by
 eq. 1/2 over the same disks, with the same extent shape, codec and checksums as level 0
 (:mod:`parvox.volume.manifest`).
@@ -56,7 +59,8 @@ if TYPE_CHECKING:
 
 __all__ = ["build_pyramid", "downsample", "write_levels", "write_manifest"]
 
-#: level-0 bytes a rank reads per step while computing levels
+#: level-0 bytes a rank reads per step while computing levels: at most this, and at most
+#: 1/16 of its slab (so that the temporaries shrink with the rank's share)
 _CHUNK_BYTES = 8 << 20
 
 
@@ -64,10 +68,14 @@ def _finish(means: np.ndarray, dtype: np.dtype) -> np.ndarray:
     if dtype.kind == "f":
         return means.astype(dtype)
     info = np.iinfo(dtype)
-    return np.clip(np.rint(means), info.min, info.max).astype(dtype)
+    hi = float(info.max)
+    if int(hi) > info.max:  # 64-bit: the largest float64 below the type's maximum
+        hi = float(np.nextafter(hi, 0.0))
+    np.rint(means, out=means)
+    return np.clip(means, float(info.min), hi, out=means).astype(dtype)
 
 
-def downsample(volume: Any, level: int) -> np.ndarray:
+def downsample(volume: Any, level: int, labels: bool = False) -> np.ndarray:
     """Serial reference of pyramid level ``level``: direct block means of ``volume``.
 
     Parameters
@@ -75,6 +83,9 @@ def downsample(volume: Any, level: int) -> np.ndarray:
     volume : array, ``(z, y, x)`` or ``(z, y, x, 3)``
     level : int
         ``>= 0``; each output voxel averages a ``2**level`` cube (clipped at the edges).
+    labels : bool
+        Object ids: each output voxel is the first voxel of its cube
+        (``volume[::2**level, ::2**level, ::2**level]``), never a mean.
 
     Examples
     --------
@@ -86,6 +97,8 @@ def downsample(volume: Any, level: int) -> np.ndarray:
     if isinstance(level, bool) or not isinstance(level, int | np.integer) or level < 0:
         raise ValueError(f"level must be an integer >= 0, got {level!r}")
     f = 1 << int(level)
+    if labels:
+        return np.ascontiguousarray(a[::f, ::f, ::f])
     sums = a.astype(np.float64)
     counts = np.ones(a.shape[:3], dtype=np.float64)
     for axis in range(3):
@@ -132,13 +145,21 @@ def _local_levels(
     """Levels ``wanted`` (all <= ``top``) over level-0 planes ``z0:z1`` (aligned to ``2**top``
     except at the end of the volume)."""
     shape, dtype, nch = meta.shape, np.dtype(meta.dtype), meta.channels
+    labels = meta.content == "labels"
     f = 1 << top
     plane = shape[1] * shape[2] * nch * dtype.itemsize
-    step = f * max(1, _CHUNK_BYTES // (f * plane))
+    chunk = min(_CHUNK_BYTES, (z1 - z0) * plane // 16)
+    step = f * max(1, chunk // (f * plane))
     parts: dict[int, list[np.ndarray]] = {k: [] for k in wanted}
     for c0 in range(z0, z1, step):
         c1 = min(c0 + step, z1)
         sums = np.asarray(src.read_slab(c0, c1)).reshape(c1 - c0, shape[1], shape[2], nch)
+        if labels:  # c0 is a multiple of 2**top: each level picks every 2**k-th voxel
+            for k in parts:
+                parts[k].append(np.ascontiguousarray(sums[:: 1 << k, :: 1 << k, :: 1 << k]))
+            if bar is not None:
+                bar.update(c1 - c0)
+            continue
         for k in range(1, top + 1):
             sums = _sum2(sums)
             if k in parts:
@@ -146,8 +167,12 @@ def _local_levels(
                 cz = _counts(shape[0], k, c0 >> k, (c0 >> k) + sums.shape[0])
                 cy = _counts(shape[1], k, 0, ks[1])
                 cx = _counts(shape[2], k, 0, ks[2])
-                counts = cz[:, None, None, None] * cy[None, :, None, None] * cx[None, None, :, None]
-                parts[k].append(_finish(sums / counts, dtype))
+                cyx = (cy[:, None] * cx[None, :])[:, :, None]
+                means = np.empty_like(sums)
+                for i in range(len(means)):  # the exact counts, one plane at a time
+                    np.divide(sums[i], cz[i] * cyx, out=means[i])
+                parts[k].append(_finish(means, dtype))
+                del means
         if bar is not None:
             bar.update(c1 - c0)
     out = {}
@@ -218,14 +243,14 @@ def _write_slabs(
         tiles = np.empty((n, ty, tx, nch), part.dtype)
         for i, (p, kz) in enumerate(rows):
             sl = slice(i * ny * nx, (i + 1) * ny * nx)
-            eidx[sl] = lay.linear_index(kz, ky_all, kx_all).reshape(-1)
+            eidx[sl] = ((kz * ny + ky_all) * nx + kx_all).reshape(-1)  # Layout.linear_index
             dz[sl] = start + p - kz * lay.extent[0]
             tiles[sl] = _tiles(part[p], lay).reshape(ny * nx, ty, tx, nch)
         kz_of, rest = np.divmod(eidx, ny * nx)
         dest = owner[lay.disk_of(kz_of, *np.divmod(rest, nx))]
         eidx, dz, tiles = exchange_by_destination(dest, eidx, dz, tiles, comm=comm)
         for e, d, t in zip(eidx.tolist(), dz.tolist(), tiles, strict=True):
-            pending.setdefault(e, {})[d] = t
+            pending.setdefault(e, {})[d] = t.copy()  # not a view that keeps the round alive
         del tiles
         done = 0
         for e in sorted(pending):
