@@ -188,3 +188,28 @@ def test_finish_slice_is_numpy_rint_and_clip(dtype):
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(finish_slice(raw[:, ::3], dtype), want[:, ::3])  # strided
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8", "uint16",
+                                   "uint32", "uint64", "float32", "float64"])
+def test_slices_of_every_store_dtype(tmp_path, dtype):
+    """Every store dtype slices (serially) to the linear reference, rounded and clipped to
+    the dtype (64-bit extremes included, no wrap-around)."""
+    from parvox.slicing import Plane, extract_slice, finish_slice, reference_slice
+    from parvox.volume import ingest_array
+
+    dt = np.dtype(dtype)
+    rng = np.random.default_rng(4)
+    vol = (rng.random((9, 10, 11)) * 100).astype(dt)
+    if dt.kind in "iu":
+        vol[4, 4:, :] = np.iinfo(dt).max
+    path = ingest_array(vol, tmp_path / "s", extent=(4, 5, 6), ndisks=2, progress=False)
+    plane = Plane(center=(4.3, 5.1, 5.2), u=(0.1, 0.2, 1.0), v=(0.3, 1.0, 0.0), size=(9, 12))
+    raw = extract_slice(path, plane, raw=True)
+    ref = reference_slice(vol, plane)
+    np.testing.assert_allclose(raw, ref, rtol=1e-6, atol=1e-6 * float(np.abs(ref).max()))
+    got = extract_slice(path, plane)
+    assert got.dtype == dt
+    np.testing.assert_array_equal(got, finish_slice(raw, dt))
+    if dt.kind in "iu":
+        assert got.min() >= 0  # no wrap-around at the maximum

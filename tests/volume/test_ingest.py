@@ -43,14 +43,14 @@ def test_ingest_nifti_and_zarr(tmp_path):
     import nibabel
     import zarr
 
-    vol = _vol().astype(np.int16)  # converted to float32
+    vol = _vol().astype(np.int16)  # kept as int16 (issue 26: no conversion to float32)
     img = nibabel.Nifti1Image(vol.transpose(2, 1, 0), np.diag([0.5, 0.8, 2.0, 1.0]))
     img.header.set_zooms((0.5, 0.8, 2.0))
     nibabel.save(img, tmp_path / "v.nii.gz")
     path = ingest(tmp_path / "v.nii.gz", tmp_path / "n", extent=(5, 7, 6), progress=False)
     store = VolumeStore(path)
-    assert store.meta.spacing == (2.0, 0.8, 0.5) and store.meta.dtype == "float32"
-    np.testing.assert_array_equal(store.read_volume(), vol.astype(np.float32))
+    assert store.meta.spacing == (2.0, 0.8, 0.5) and store.meta.dtype == "int16"
+    np.testing.assert_array_equal(store.read_volume(), vol)
     z = zarr.create_array(str(tmp_path / "v.zarr"), shape=vol.shape, chunks=(5, 7, 6),
                           dtype="uint16")
     z[:] = vol.astype(np.uint16)

@@ -142,3 +142,74 @@ def test_disk_map_json_toml_default(tmp_path):
     ]:
         with pytest.raises(ValueError, match=match):
             parse_disk_map(text, ndisks=2, nranks=2)
+
+
+def _extreme(dtype, shape=(11, 9, 7), seed=5):
+    """Values over the whole range of ``dtype``: 64-bit ids above 2**53, negatives, float64
+    values that float32 cannot hold."""
+    dt = np.dtype(dtype)
+    rng = np.random.default_rng(seed)
+    if dt.kind == "f":
+        return (rng.standard_normal(shape) * 1e40 if dt.itemsize == 8
+                else rng.standard_normal(shape)).astype(dt)
+    info = np.iinfo(dt)
+    vol = rng.integers(info.min, info.max, size=shape, endpoint=True, dtype=dt)
+    vol.flat[:4] = [info.min, info.max, 0, info.max - 1]
+    return vol
+
+
+@pytest.mark.parametrize("codec", ["none", "zstd", "blosc2"])
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8", "uint16",
+                                   "uint32", "uint64", "float32", "float64"])
+def test_every_dtype_round_trips_exactly(tmp_path, dtype, codec):
+    vol = _extreme(dtype)
+    if dtype == "uint64":
+        assert int(vol.flat[3]) == 2**64 - 2 != int(float(vol.flat[3]))  # not a float64
+    path = ingest_array(vol, tmp_path / "s", ndisks=2, extent=(4, 3, 5), codec=codec,
+                        progress=False)
+    with VolumeStore(path) as st:
+        assert st.meta.dtype == dtype and st.dtype == np.dtype(dtype)
+        assert st.verify() == []
+        got = st.read_volume()
+    assert got.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(got, vol)
+
+
+def test_source_dtypes_kept_or_widened_exactly(tmp_path):
+    from parvox.volume.sources import store_dtype
+
+    assert store_dtype(">i8") == np.dtype("int64")  # native order, same values
+    assert store_dtype(bool) == np.uint8 and store_dtype(np.float16) == np.float32
+    with pytest.raises(TypeError):
+        store_dtype(np.complex64)
+    big = np.arange(24, dtype=">i8").reshape(2, 3, 4) - 10
+    path = ingest_array(big, tmp_path / "b", progress=False)
+    np.testing.assert_array_equal(VolumeStore(path).read_volume(), big)
+
+
+def test_label_marker_kept_and_checked(tmp_path):
+    from parvox.volume import ingest
+    from parvox.volume.manifest import new_meta
+    from parvox.volume.pyramid import build_pyramid, downsample
+
+    ids = _extreme("uint64", shape=(13, 10, 9))
+    path = ingest(ids, tmp_path / "l", ndisks=3, extent=(4, 3, 5), levels=2, labels=True,
+                  progress=False)
+    assert json.loads((path / MANIFEST).read_text())["content"] == "labels"
+    for k in range(3):
+        with VolumeStore(path, level=k) as st:
+            assert st.meta.content == "labels"
+            np.testing.assert_array_equal(st.read_volume(), downsample(ids, k, labels=True))
+    assert downsample(ids, 2, labels=True).tolist() == ids[::4, ::4, ::4].tolist()
+    build_pyramid(path, 3, progress=False)  # a rebuild keeps the marker and the rule
+    with VolumeStore(path, level=3) as st:
+        assert st.meta.content == "labels"
+        np.testing.assert_array_equal(st.read_volume(), ids[::8, ::8, ::8])
+    plain = ingest_array(ids, tmp_path / "p", progress=False)
+    assert "content" not in json.loads((plain / MANIFEST).read_text())
+    assert VolumeStore(plain).meta.content == "image"
+    for dtype, channels in (("float32", 1), ("uint8", 3)):
+        with pytest.raises(ValueError, match="labels"):
+            new_meta((4, 4, 4), dtype, channels, content="labels")
+    with pytest.raises(ValueError, match="content"):
+        new_meta((4, 4, 4), "uint8", content="mask")

@@ -496,6 +496,10 @@ def merge_parts(parts: list[Part], plane: Plane, channels: int = 1) -> np.ndarra
 def finish_slice(raw: np.ndarray, dtype: np.dtype | str) -> np.ndarray:
     """Round a float slice to an integer volume ``dtype`` (float dtypes pass through).
 
+    Every store dtype is accepted: 32- and 64-bit integer slices are the float32 slice
+    rounded and clipped (the interpolation is float, so values beyond 2**24 are approximate);
+    a float64 store gives float64 pixels holding the float32 values.
+
     Examples
     --------
     >>> finish_slice(np.array([0.4, 254.6, 300.0], np.float32), "uint8")
@@ -505,9 +509,12 @@ def finish_slice(raw: np.ndarray, dtype: np.dtype | str) -> np.ndarray:
     if dt.kind == "f":
         return raw.astype(dt, copy=False)
     info = np.iinfo(dt)
+    hi = float(info.max)
+    if int(hi) > info.max:  # 64-bit: the largest float64 below the maximum
+        hi = float(np.nextafter(hi, 0.0))
     src = np.ascontiguousarray(raw)
     out = np.empty(src.shape, dtype=dt)
-    _round_clip(src.reshape(-1), float(info.min), float(info.max), out.reshape(-1))
+    _round_clip(src.reshape(-1), float(info.min), hi, out.reshape(-1))
     return out
 
 

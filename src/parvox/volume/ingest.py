@@ -58,6 +58,7 @@ def ingest(
     comm: MPI.Intracomm | None = None,
     codec: str = "none",
     levels: int = 0,
+    labels: bool = False,
 ) -> Path:
     """Write ``source`` into a new striped store at ``store`` (collective over ``comm``).
 
@@ -91,6 +92,9 @@ def ingest(
     levels : int
         Pyramid levels to build above level 0 (:mod:`parvox.volume.pyramid`). A source with
         levels of its own (an OME-Zarr multiscale image) gives those whose shapes match.
+    labels : bool
+        The source holds object ids (an integer dtype): the store is marked
+        ``content="labels"`` (sliced by nearest voxel, its levels subsampled, never averaged).
 
     Returns
     -------
@@ -112,7 +116,7 @@ def ingest(
     if rank == 0:
         meta = new_meta(
             src.shape, src.dtype, src.channels, spacing, extent, ndisks,
-            offset_y, offset_z, disk_dirs, codec, levels,
+            offset_y, offset_z, disk_dirs, codec, levels, "labels" if labels else "image",
         )  # fmt: skip
         temp = temp_path(target)
     meta, temp = comm.bcast((meta, temp), root=0)

@@ -33,6 +33,8 @@ from parvox.volume.codecs import parse_codec
 from parvox.volume.layout import DEFAULT_EXTENT, Layout
 
 __all__ = [
+    "CONTENTS",
+    "DTYPES",
     "FORMAT",
     "MANIFEST",
     "TRAILER_BYTES",
@@ -54,7 +56,14 @@ FORMAT = "parvox-volume"
 VERSION = 2
 #: bytes after each slot's stored data: magic, CRC-32C, extent index
 TRAILER_BYTES = 16
-_DTYPES = ("uint8", "uint16", "float32")
+#: the voxel dtypes a store holds exactly
+DTYPES = ("uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64", "float32",
+          "float64")
+_DTYPES = DTYPES
+#: what a store's voxels are: intensities (``"image"``, interpolated when sliced and averaged
+#: by the pyramid) or object ids (``"labels"``, integer dtypes only: sampled at the nearest
+#: voxel and subsampled, never mixed)
+CONTENTS = ("image", "labels")
 
 
 def level_shape(shape: Sequence[int], level: int) -> tuple[int, int, int]:
@@ -118,7 +127,8 @@ class VolumeMeta:
     shape : (int, int, int)
         Voxels (z, y, x).
     dtype : str
-        ``"uint8"``, ``"uint16"`` or ``"float32"``.
+        One of :data:`DTYPES`: ``int8`` to ``int64``, ``uint8`` to ``uint64``, ``float32``,
+        ``float64``, held exactly.
     channels : int
         1 (scalar) or 3 (RGB, uint8 only; a last axis of 3).
     spacing : (float, float, float)
@@ -136,6 +146,9 @@ class VolumeMeta:
         Pyramid levels 1..L (empty: level 0 only).
     level : int
         Which level this manifest describes (0 for a store's own manifest).
+    content : str
+        One of :data:`CONTENTS`: ``"image"`` (default; not written to ``volume.json``) or
+        ``"labels"`` (integer ids).
     """
 
     shape: tuple[int, int, int]
@@ -155,10 +168,17 @@ class VolumeMeta:
     codec: str = "none"
     levels: tuple[LevelMeta, ...] = ()
     level: int = 0
+    content: str = "image"
 
     def __post_init__(self) -> None:
+        if self.content not in CONTENTS:
+            raise ValueError(f"content must be one of {CONTENTS}, got {self.content!r}")
+        if self.content == "labels" and (np.dtype(str(self.dtype)).kind not in "iu"
+                                         or self.channels != 1):
+            raise ValueError(f"labels must be one channel of an integer dtype, got "
+                             f"{self.dtype!r} x {self.channels}")
         if str(self.dtype) not in _DTYPES:
-            raise ValueError(f"dtype must be one of {_DTYPES}, got {self.dtype!r}")
+            raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
         object.__setattr__(self, "dtype", str(self.dtype))
         if self.channels not in (1, 3):
             raise ValueError(f"channels must be 1 or 3, got {self.channels!r}")
@@ -268,6 +288,8 @@ class VolumeMeta:
             d[key] = list(d[key])
         d["levels"] = [{"shape": list(lv.shape), "files": list(lv.files)} for lv in self.levels]
         del d["level"]
+        if self.content == "image":
+            del d["content"]  # the default: manifests of image stores stay as they were
         return d
 
     @classmethod
@@ -278,7 +300,7 @@ class VolumeMeta:
         if d.get("version") not in (1, VERSION):
             raise ValueError(f"unsupported manifest version {d.get('version')!r}")
         fields = {f.name for f in dataclasses.fields(cls)} - {"level"}
-        missing = fields - set(d) - {"checksum", "uuid", "version", "codec", "levels"}
+        missing = fields - set(d) - {"checksum", "uuid", "version", "codec", "levels", "content"}
         if missing:
             raise ValueError(f"manifest lacks {sorted(missing)}")
         if not isinstance(d.get("levels", []), list):
@@ -319,9 +341,10 @@ def new_meta(
     disk_dirs: Sequence[str | os.PathLike[str]] | None = None,
     codec: str = "none",
     levels: int = 0,
+    content: str = "image",
 ) -> VolumeMeta:
     """A manifest for a new store (``disk_dirs`` default to ``disk000``... in the store),
-    with ``levels`` pyramid levels above level 0."""
+    with ``levels`` pyramid levels above level 0 and ``content`` (:data:`CONTENTS`)."""
     ident = uuid.uuid4().hex
     if disk_dirs is None:
         dirs = [f"disk{k:03d}" for k in range(ndisks)]
@@ -345,6 +368,7 @@ def new_meta(
         files=tuple(files),
         uuid=ident,
         codec=codec,
+        content=content,
     )
     return with_levels(meta, levels, ident[:8])
 

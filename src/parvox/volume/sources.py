@@ -1,17 +1,18 @@
 """Volume sources read slab by slab for ingest: arrays, ``.npy``, TIFF stacks, NIfTI, Zarr,
 OME-Zarr, and a store's own levels.
 
-A source has ``shape`` (z, y, x), ``dtype`` (one of the store's: uint8, uint16, float32),
+A source has ``shape`` (z, y, x), ``dtype`` (one of the store's, held exactly: int8 to int64,
+uint8 to uint64, float32, float64),
 ``channels`` (1 or 3), ``spacing`` (z, y, x in mm, or ``None`` when the file does not say) and
 ``read_slab(z0, z1)`` returning planes ``z0:z1`` as an array ``(z, y, x[, 3])`` of ``dtype``.
-Other dtypes are converted: bool becomes uint8, every other integer or float dtype float32.
+Other dtypes are converted: bool becomes uint8, float16 float32 (both exact).
 
 Examples
 --------
 >>> import numpy as np
 >>> src = open_source(np.zeros((4, 5, 6), dtype=np.int16))
 >>> src.shape, src.dtype, src.read_slab(1, 3).shape
-((4, 5, 6), dtype('float32'), (2, 5, 6))
+((4, 5, 6), dtype('int16'), (2, 5, 6))
 """
 
 from __future__ import annotations
@@ -43,12 +44,14 @@ class VolumeSource(Protocol):
 
 def store_dtype(dtype: Any) -> np.dtype:
     """The store dtype a source dtype is converted to (see the module docstring)."""
+    from parvox.volume.manifest import DTYPES
+
     dt = np.dtype(dtype)
-    if dt in (np.uint8, np.uint16, np.float32):
-        return dt
+    if dt.name in DTYPES:
+        return dt.newbyteorder("=")
     if dt == np.bool_:
         return np.dtype(np.uint8)
-    if dt.kind in "iuf":
+    if dt == np.float16:
         return np.dtype(np.float32)
     raise TypeError(f"source dtype {dt} is not supported (numeric volumes only)")
 
