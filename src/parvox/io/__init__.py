@@ -63,16 +63,23 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXTENSIONS",
+    "FORMATS",
+    "ArrayReader",
+    "ArrayWriter",
+    "WriteOptions",
     "atomic_path",
     "atomic_write",
     "check_output_path",
     "check_writable",
     "image_format",
     "image_info",
+    "open_reader",
     "publish",
+    "read",
     "read_distributed",
     "read_image",
     "temp_path",
+    "write",
     "write_distributed",
     "write_image",
 ]
@@ -609,3 +616,9 @@ def write_distributed(d: DistArray, path: str | os.PathLike[str], *, root: int =
         return
     whole = d.gather(root=root)
     _on_root(c, root, False, write_image, path, whole)
+
+
+# The format-generic layer; imported last, its modules use the publication helpers above.
+from parvox.io.base import ArrayReader, ArrayWriter, WriteOptions  # noqa: E402
+from parvox.io.distributed import read, write  # noqa: E402
+from parvox.io.registry import FORMATS, open_reader  # noqa: E402

@@ -1,0 +1,204 @@
+"""OME-Zarr images: NGFF 0.4 (Zarr v2, ``.zattrs`` ``multiscales``) and 0.5 (Zarr v3,
+``zarr.json`` ``attributes.ome``), any level.
+
+Axes ``[t,] [c,] z, y, x`` on disk are read as ``(z, y, x)`` or, with channels,
+``(z, y, x, c)`` (a time axis must have one point; a channel axis of one is dropped). The
+spacing is level 0's ``scale`` in millimetres. Writing: a group with level ``"0"`` chunked
+(and for 0.5 optionally sharded) like a Zarr array (:mod:`parvox.io.formats.zarr`), every
+rank writing whole shards; the ``multiscales`` metadata is that of
+:func:`parvox.volume.omezarr.multiscales`'s for level 0 (unit ``millimeter``).
+
+Examples
+--------
+>>> import os, tempfile
+>>> import numpy as np
+>>> from parvox.io.base import WriteOptions
+>>> p = os.path.join(tempfile.mkdtemp(), "a.ome.zarr")
+>>> w = OmeZarrWriter(p, (3, 4, 5), np.dtype("uint8"), WriteOptions(spacing=(2.0, 1.0, 1.0)))
+>>> w.create(); w.open(); w.write_box(((slice(0, 3), slice(0, 4), slice(0, 5))),
+...                                   np.ones((3, 4, 5), np.uint8)); w.close()
+>>> r = OmeZarrReader(p)
+>>> r.version, r.shape, r.spacing, int(r.read_box((slice(0, 3),) * 3).sum())
+('0.5', (3, 4, 5), (2.0, 1.0, 1.0), 36)
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from parvox.errors import ParameterError
+from parvox.io.base import Bounds, WriteOptions, check_level
+from parvox.io.formats.zarr import ZarrWriter, layout
+
+__all__ = ["OmeZarr4Writer", "OmeZarrReader", "OmeZarrWriter"]
+
+_UNIT_MM = {"millimeter": 1.0, "micrometer": 1e-3, "nanometer": 1e-6, "centimeter": 10.0,
+            "meter": 1e3, None: 1.0}
+
+
+def _scale(dataset: dict[str, Any], ndim: int) -> list[float]:
+    for t in dataset.get("coordinateTransformations", []):
+        if t.get("type") == "scale" and "scale" in t:
+            return [float(v) for v in t["scale"]]
+    return [1.0] * ndim
+
+
+class OmeZarrReader:
+    """The first multiscale image of an OME-Zarr group; every level readable."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        import zarr
+
+        from parvox.volume.omezarr import _read_multiscales
+
+        self.path = Path(path)
+        name = os.fspath(path)
+        ms = _read_multiscales(self.path)
+        if ms is None:
+            raise ParameterError("source", f"{name}: not an OME-Zarr image (no multiscales)")
+        image = ms[0]
+        self.version = str(image.get("version") or self._ome_version())
+        axes = [a if isinstance(a, dict) else {"name": a} for a in image.get("axes", [])]
+        names = [a.get("name") for a in axes]
+        if names[-3:] != ["z", "y", "x"] or any(n not in ("t", "c") for n in names[:-3]):
+            raise ParameterError("source", f"{name}: OME-Zarr axes must be [t,] [c,] z, y, x, "
+                                 f"got {names}")
+        datasets = image.get("datasets") or []
+        if not datasets:
+            raise ParameterError("source", f"{name}: the multiscale image lists no datasets")
+        try:
+            self.arrays: list[Any] = [zarr.open_array(os.fspath(self.path / ds["path"]),
+                                                      mode="r") for ds in datasets]
+        except Exception as exc:  # zarr raises many types for a bad store
+            raise ParameterError("source", f"{name}: cannot read its arrays: {exc}") from None
+        self.caxis = names.index("c") if "c" in names else None
+        self.taxis = names.index("t") if "t" in names else None
+        a0 = self.arrays[0]
+        if self.taxis is not None and a0.shape[self.taxis] != 1:
+            raise ParameterError("source", f"{name}: a time axis of {a0.shape[self.taxis]} "
+                                 "points (one is read)")
+        self.channels = 1 if self.caxis is None else int(a0.shape[self.caxis])
+        unit = _UNIT_MM.get(axes[-1].get("unit"))
+        if unit is None:
+            raise ParameterError("source", f"{name}: unsupported unit {axes[-1].get('unit')!r}")
+        base = _scale(datasets[0], len(names))[-3:]
+        self.spacing: tuple[float, ...] | None = tuple(round(s * unit, 9) for s in base)
+        self.levels = len(self.arrays)
+        self.dtype = np.dtype(a0.dtype)
+        self.shape = self.level_shape(0)
+        self.chunks = self._ours(tuple(int(c) for c in a0.chunks))
+
+    def _ome_version(self) -> str:
+        import json
+
+        f = self.path / "zarr.json"
+        if f.is_file():
+            return str(json.loads(f.read_text()).get("attributes", {}).get("ome", {})
+                       .get("version", "0.5"))
+        return "0.4"
+
+    def _ours(self, disk: tuple[int, ...]) -> tuple[int, ...]:
+        """A disk shape ``([t,] [c,] z, y, x)`` as ``(z, y, x[, c])``."""
+        zyx = disk[-3:]
+        if self.caxis is not None and self.channels > 1:
+            return (*zyx, disk[self.caxis])
+        return zyx
+
+    def level_shape(self, level: int) -> tuple[int, ...]:
+        """The shape of a level, ``(z, y, x[, c])``."""
+        check_level(level, self.levels, os.fspath(self.path))
+        return self._ours(tuple(int(s) for s in self.arrays[level].shape))
+
+    def read_box(self, bounds: Bounds, level: int = 0) -> np.ndarray:
+        """The box of a level (zarr reads the chunks it crosses)."""
+        check_level(level, self.levels, os.fspath(self.path))
+        arr = self.arrays[level]
+        index: list[Any] = [slice(None)] * arr.ndim
+        index[-3:] = bounds[:3]
+        if self.taxis is not None:
+            index[self.taxis] = 0
+        if self.caxis is not None:
+            index[self.caxis] = bounds[3] if self.channels > 1 else 0
+        block = np.asarray(arr[tuple(index)])
+        if self.caxis is not None and self.channels > 1:
+            block = np.moveaxis(block, 0, -1)
+        return np.ascontiguousarray(block)
+
+    def close(self) -> None:
+        """Nothing held open."""
+
+
+class OmeZarrWriter(ZarrWriter):
+    """An OME-Zarr 0.5 image (Zarr v3; sharded when ``options.shards``): level 0 only."""
+
+    version = "0.5"
+
+    @classmethod
+    def check(cls, dest: str, shape: tuple[int, ...], dtype: np.dtype,
+              options: WriteOptions) -> None:
+        """(z, y, x) or (z, y, x, c); levels 0 only here."""
+        super().check(dest, shape, dtype, options)
+        if len(shape) not in (3, 4):
+            raise ParameterError("dest", f"{dest}: OME-Zarr output is (z, y, x) or "
+                                 f"(z, y, x, c), got shape {shape}")
+        if options.levels:
+            raise ParameterError("levels", f"levels: writing an OME-Zarr pyramid goes through "
+                                 f"a store (`parvox export`); got levels={options.levels}")
+
+    def _disk(self, t: tuple[int, ...]) -> tuple[int, ...]:
+        return (t[3], *t[:3]) if len(self.shape) == 4 else t
+
+    def create(self) -> None:
+        """The group, its ``multiscales`` and the level-0 array."""
+        import zarr
+
+        chunks, shards = layout(self.shape, self.options, os.fspath(self.path))
+        spacing = [float(v) for v in (self.options.spacing or (1.0, 1.0, 1.0))]
+        colour = len(self.shape) == 4
+        axes: list[dict[str, Any]] = [{"name": "c", "type": "channel"}] if colour else []
+        axes += [{"name": n, "type": "space", "unit": "millimeter"} for n in "zyx"]
+        scale = ([1.0] if colour else []) + spacing
+        ms: list[dict[str, Any]] = [{
+            "axes": axes,
+            "datasets": [{"path": "0", "coordinateTransformations": [
+                {"type": "scale", "scale": scale}]}],
+        }]
+        group = zarr.open_group(os.fspath(self.path), mode="w-", zarr_format=self.zarr_format)
+        if self.zarr_format == 3:
+            group.attrs["ome"] = {"version": self.version, "multiscales": ms}
+        else:
+            ms[0]["version"] = self.version
+            group.attrs["multiscales"] = ms
+        names = ["c", "z", "y", "x"] if len(self.shape) == 4 else ["z", "y", "x"]
+        extra: dict[str, Any] = (
+            {"dimension_names": names} if self.zarr_format == 3
+            else {"chunk_key_encoding": {"name": "v2", "separator": "/"}}
+        )
+        group.create_array("0", shape=self._disk(self.shape), dtype=self.dtype,
+                           chunks=self._disk(chunks),
+                           shards=None if shards is None else self._disk(shards),
+                           fill_value=0, **extra)
+
+    def open(self) -> None:
+        """Open level 0."""
+        import zarr
+
+        self._array = zarr.open_array(os.fspath(self.path / "0"), mode="r+")
+
+    def write_box(self, bounds: Bounds, data: np.ndarray) -> None:
+        """Write whole shards (chunks), channels moved first."""
+        if len(self.shape) == 4:
+            self._array[(bounds[3], *bounds[:3])] = np.moveaxis(data, -1, 0)
+        else:
+            self._array[bounds] = data
+
+
+class OmeZarr4Writer(OmeZarrWriter):
+    """An OME-Zarr 0.4 image (Zarr v2, ``/`` chunk keys): level 0 only."""
+
+    zarr_format: Literal[2, 3] = 2
+    version = "0.4"
