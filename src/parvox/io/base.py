@@ -72,8 +72,11 @@ def check_level(level: Any, levels: int, name: str) -> int:
     return int(level)
 
 
-def parse_chunks(value: Any, shape: Sequence[int], name: str = "chunks") -> tuple[int, ...] | None:
-    """``None``, or one positive chunk length per axis, clipped to the shape.
+def parse_chunks(value: Any, shape: Sequence[int], name: str = "chunks",
+                 clip: bool = True) -> tuple[int, ...] | None:
+    """``None``, or one positive chunk length per axis, clipped to the shape unless ``clip`` is
+    false (shards are clipped by their writer, to a multiple of the chunks). A colour volume
+    ``(z, y, x, c)`` may give ``(z, y, x)`` only: the channels are one chunk.
 
     Examples
     --------
@@ -90,10 +93,14 @@ def parse_chunks(value: Any, shape: Sequence[int], name: str = "chunks") -> tupl
         items = [int(v) for v in value]
     except (TypeError, ValueError):
         raise ParameterError(name, f"{name}: expected integers, got {value!r}") from None
+    if len(shape) == 4 and len(items) == 3:  # (z, y, x) of a colour volume: channels whole
+        items.append(int(shape[3]))
     if len(items) != len(shape) or any(v < 1 for v in items):
         raise ParameterError(
             name, f"{name}: expected {len(shape)} positive lengths, got {tuple(items)}"
         )
+    if not clip:
+        return tuple(items)
     return tuple(min(v, max(int(s), 1)) for v, s in zip(items, shape, strict=True))
 
 

@@ -54,6 +54,7 @@ def read(
     shape: Sequence[int] | None = None,
     dtype: Any = None,
     offset: int = 0,
+    order: str = "C",
     progress: Progress = False,
     comm: MPI.Intracomm | None = None,
     **layout: Any,
@@ -69,8 +70,8 @@ def read(
         The pyramid level to read (OME-Zarr, store).
     format : str, optional
         The format's name, when it cannot be recognised.
-    shape, dtype, offset
-        Raw binary data: its shape, dtype and header bytes.
+    shape, dtype, offset, order
+        Raw binary data: its shape, dtype, header bytes and order (``"C"`` or ``"F"``).
     progress : bool or callable
         Progress over this rank's blocks, reported on rank 0 (:mod:`parvox.progressbar`).
     comm : MPI communicator, optional
@@ -91,7 +92,8 @@ def read(
     reader = None
     error: Exception | None = None
     try:
-        reader = open_reader(source, format=format, shape=shape, dtype=dtype, offset=offset)
+        reader = open_reader(source, format=format, shape=shape, dtype=dtype, offset=offset,
+                             order=order)
         full = reader.level_shape(level)
     except Exception as exc:  # raised on every rank by agree
         error = exc
@@ -193,7 +195,8 @@ def write(
         if isinstance(levels, bool) or not isinstance(levels, int | np.integer) or levels < 0:
             raise ParameterError("levels", f"levels: expected an integer >= 0, got {levels!r}")
         options = WriteOptions(
-            chunks=parse_chunks(chunks, d.shape), shards=parse_chunks(shards, d.shape, "shards"),
+            chunks=parse_chunks(chunks, d.shape),
+            shards=parse_chunks(shards, d.shape, "shards", clip=False),
             spacing=None if spacing is None else tuple(float(s) for s in spacing),
             levels=int(levels), codec=codec,
         )

@@ -149,7 +149,10 @@ def open_reader(source: str | os.PathLike[str], *, format: str | None = None,
     raw = shape is not None or dtype is not None
     fmt = source_format(source, format, raw=raw)
     if fmt == "raw":
-        return npy.RawReader(source, shape, dtype, offset=offset, order=order)  # type: ignore[arg-type]
+        if order not in ("C", "F"):
+            raise ParameterError("order", f"order: expected 'C' or 'F', got {order!r}")
+        return npy.RawReader(source, shape, dtype, offset=offset,
+                             order="C" if order == "C" else "F")
     if raw:
         raise ParameterError("shape", f"shape/dtype: only raw data take them, not {fmt}")
     return FORMATS[fmt].reader(source)

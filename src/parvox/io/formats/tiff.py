@@ -88,7 +88,7 @@ class TiffFolderReader:
     """A folder or glob of 2-D (or ``(y, x, c)`` colour) TIFF slices, one per z plane.
 
     Every slice's header is checked on opening (shape and dtype must match the first);
-    a gap in the slices' numbering is a missing slice. Both raise a ParameterError naming
+    in a folder, a gap in the slices' numbering is a missing slice. Both raise a ParameterError naming
     the folder and the slice.
     """
 
@@ -101,7 +101,8 @@ class TiffFolderReader:
         self.path = Path(source)
         name = os.fspath(source)
         self.files = slice_files(source)
-        _numbers_gap(name, self.files)
+        if not glob.has_magic(name):  # a glob picks its slices; a folder holds them all
+            _numbers_gap(name, self.files)
         layout = None
         for f in self.files:
             try:
