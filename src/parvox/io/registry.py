@@ -13,7 +13,7 @@ Examples
 >>> dest_format("out.ome.zarr"), dest_format("out.nii.gz"), dest_format("x", "tiff-folder")
 ('ome-zarr-0.5', 'nifti', 'tiff-folder')
 >>> sorted(FORMATS)[:3]
-['npy', 'nifti', 'ome-zarr']
+['nifti', 'npy', 'ome-zarr']
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def source_format(source: str | os.PathLike[str], fmt: str | None = None,
         return "tiff-folder"
     path = Path(name)
     if not path.exists():
-        raise ParameterError("source", f"{name}: no such file or directory")
+        raise ParameterError("source", f"{name}: does not exist")
     if path.is_dir():
         from parvox.volume.omezarr import is_ome_zarr
 
@@ -109,7 +109,7 @@ def source_format(source: str | os.PathLike[str], fmt: str | None = None,
         if low.endswith(ends):
             return f
     raise ParameterError(
-        "source", f"{name}: unknown format (expected .npy, .tif/.tiff, a TIFF folder or glob, "
+        "source", f"{name}: unknown kind of source (expected .npy, .tif/.tiff, a TIFF folder or glob, "
         ".nii/.nii.gz, a Zarr array, an OME-Zarr image, a store, or raw data with shape= "
         "and dtype=)"
     )

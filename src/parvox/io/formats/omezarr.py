@@ -19,7 +19,7 @@ Examples
 ...                                   np.ones((3, 4, 5), np.uint8)); w.close()
 >>> r = OmeZarrReader(p)
 >>> r.version, r.shape, r.spacing, int(r.read_box((slice(0, 3),) * 3).sum())
-('0.5', (3, 4, 5), (2.0, 1.0, 1.0), 36)
+('0.5', (3, 4, 5), (2.0, 1.0, 1.0), 27)
 """
 
 from __future__ import annotations
