@@ -10,9 +10,16 @@ a temporary from several ranks call :func:`publish` on one rank when all are don
 
 Serial functions (:func:`read_image`, :func:`write_image`, :func:`image_info`) work on plain
 NumPy arrays. The distributed pair (:func:`read_distributed`, :func:`write_distributed`) moves
-:class:`~parvox.distarray.DistArray` data: ``.npy`` files are read and written in parallel (every
-rank maps the file and touches only its own blocks, so a big array never passes through one
-rank); TIFF and PNG files are read on root and scattered, or gathered to root and written.
+:class:`~parvox.distarray.DistArray` data: ``.npy`` and TIFF files are read and written in
+parallel (every rank touches only its own blocks, so a big array never passes through one
+rank); PNG files are read on root and scattered, or gathered to root and written.
+
+:func:`read` and :func:`write` read and write every volume format (``.npy``, raw, TIFF files
+and folders, Zarr v2/v3, OME-Zarr 0.4/0.5, NIfTI, a parvox store) in parallel through one
+abstraction: a reader per format with ``read_box(bounds, level)`` and a writer with
+``write_box(bounds, data)`` (:mod:`parvox.io.base`), found by name in
+:mod:`parvox.io.registry`; :mod:`parvox.io.distributed` decides which rank reads and writes
+which box. See docs/io.md for the table of formats.
 
 Formats
 -------
@@ -561,8 +568,8 @@ def read_distributed(
 ) -> DistArray:
     """Read an image file into a :class:`~parvox.distarray.DistArray`; collective.
 
-    ``.npy`` is read in parallel (each rank reads only its blocks through a memory map); TIFF
-    and PNG are read on ``root`` and scattered. ``layout`` keywords (``nblocks``, ``grid``,
+    ``.npy`` and TIFF are read in parallel (:func:`read`: each rank reads only its blocks,
+    through a memory map or page by page); PNG is read on ``root`` and scattered. ``layout`` keywords (``nblocks``, ``grid``,
     ``axis``, ``ghost``, ...) go to the DistArray.
 
     Raises
@@ -582,9 +589,9 @@ def read_distributed(
     from parvox.distarray import DistArray
 
     c = get_comm(comm)
-    if image_format(path) == "npy":
+    if image_format(path) in ("npy", "tiff"):
         _on_root(c, root, False, image_info, path)  # one clear error instead of one per rank
-        return DistArray.read_npy(path, comm=c, **layout)
+        return read(path, comm=c, **layout)
     array = _on_root(c, root, False, read_image, path)
     return DistArray.scatter(array, root=root, comm=c, **layout)
 
@@ -592,8 +599,9 @@ def read_distributed(
 def write_distributed(d: DistArray, path: str | os.PathLike[str], *, root: int = 0) -> None:
     """Write a DistArray to an image file; collective.
 
-    ``.npy`` is written in parallel (root writes the header, every rank its blocks); TIFF and
-    PNG are gathered to ``root`` and written there.
+    ``.npy`` and TIFF (integers and floats) are written in parallel (:func:`write`: root
+    writes the header, every rank its blocks through a memory map); PNG (and a bool TIFF) are
+    gathered to ``root`` and written there.
 
     Raises
     ------
@@ -611,8 +619,8 @@ def write_distributed(d: DistArray, path: str | os.PathLike[str], *, root: int =
     """
     c = d.comm
     fmt = _on_root(c, root, True, check_writable, path)
-    if fmt == "npy":
-        d.write_npy(path)
+    if fmt == "npy" or (fmt == "tiff" and d.dtype.kind in "iuf" and d.ndim >= 2):
+        write(d, path, format=fmt, overwrite=True)
         return
     whole = d.gather(root=root)
     _on_root(c, root, False, write_image, path, whole)

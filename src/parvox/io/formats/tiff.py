@@ -249,7 +249,16 @@ class TiffFileWriter(ArrayWriter):
     _dst: np.ndarray | None = None
     _map: Any = None
 
-    check = TiffFolderWriter.check
+    @classmethod
+    def check(cls, dest: str, shape: tuple[int, ...], dtype: np.dtype,
+              options: WriteOptions) -> None:
+        """2-D images, 3-D stacks, colour last; integers and floats."""
+        if len(shape) not in (2, 3, 4):
+            raise ParameterError("dest", f"{dest}: a TIFF file holds 2-D to 4-D arrays, "
+                                 f"got shape {shape}")
+        if dtype.kind not in "iuf":
+            raise ParameterError("dtype", f"{dest}: parvox writes TIFF files of integers "
+                                 f"or floats, got {dtype}")
 
     def create(self) -> None:
         """An empty file of the full size, pages laid out contiguously."""
