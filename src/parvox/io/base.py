@@ -34,6 +34,7 @@ __all__ = [
     "ArrayReader",
     "ArrayWriter",
     "Bounds",
+    "OneLevel",
     "WriteOptions",
     "box_shape",
     "check_level",
@@ -151,6 +152,33 @@ class ArrayReader(Protocol):
     def close(self) -> None:
         """Release open files."""
         ...
+
+
+class OneLevel:
+    """What the readers of single-level formats share: ``levels = 1``, ``level_shape``,
+    ``close`` (nothing held open by default) and use as a context manager."""
+
+    path: Path
+    shape: tuple[int, ...]
+    levels = 1
+    spacing: tuple[float, ...] | None = None
+
+    def _level(self, level: int) -> None:
+        check_level(level, 1, str(self.path))
+
+    def level_shape(self, level: int) -> tuple[int, ...]:
+        """The shape (one level only)."""
+        self._level(level)
+        return self.shape
+
+    def close(self) -> None:
+        """Release open files (none by default)."""
+
+    def __enter__(self) -> OneLevel:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 class ArrayWriter:

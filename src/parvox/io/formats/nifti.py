@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from parvox.errors import ParameterError
-from parvox.io.base import ArrayWriter, Bounds, WriteOptions, check_level
+from parvox.io.base import ArrayWriter, Bounds, OneLevel, WriteOptions
 
 __all__ = ["NiftiReader", "NiftiWriter"]
 
@@ -37,10 +37,8 @@ __all__ = ["NiftiReader", "NiftiWriter"]
 _VOX_OFFSET = 352
 
 
-class NiftiReader:
+class NiftiReader(OneLevel):
     """A 3-D NIfTI image read box by box."""
-
-    levels = 1
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         import nibabel
@@ -69,20 +67,13 @@ class NiftiReader:
         sx, sy, sz = (round(float(z), 6) for z in img.header.get_zooms()[:3])
         self.spacing: tuple[float, ...] | None = (sz, sy, sx)
 
-    def level_shape(self, level: int) -> tuple[int, ...]:
-        """The shape (one level only)."""
-        check_level(level, 1, os.fspath(self.path))
-        return self.shape
 
     def read_box(self, bounds: Bounds, level: int = 0) -> np.ndarray:
         """The box, read through the proxy."""
-        check_level(level, 1, os.fspath(self.path))
+        self._level(level)
         z, y, x = bounds
         block = np.asarray(self.img.dataobj[x, y, z])
         return np.ascontiguousarray(block.transpose(2, 1, 0)).astype(self.dtype, copy=False)
-
-    def close(self) -> None:
-        """Nothing to release (nibabel opens the file per read)."""
 
 
 class NiftiWriter(ArrayWriter):

@@ -19,17 +19,15 @@ from typing import Any, Literal
 import numpy as np
 
 from parvox.errors import ParameterError
-from parvox.io.base import ArrayWriter, Bounds, check_level
+from parvox.io.base import ArrayWriter, Bounds, OneLevel
 
 __all__ = ["MemmapReader", "NpyReader", "NpyWriter", "RawReader", "RawWriter"]
 
 
-class MemmapReader:
+class MemmapReader(OneLevel):
     """An array read through a memory map (``array``): every box is a copy of its slice."""
 
     array: np.ndarray
-    spacing: tuple[float, ...] | None = None
-    levels = 1
 
     def __init__(self, path: str | os.PathLike[str], array: np.ndarray) -> None:
         self.path = Path(path)
@@ -38,24 +36,10 @@ class MemmapReader:
         self.dtype = np.dtype(array.dtype)
         self.chunks = self.shape
 
-    def level_shape(self, level: int) -> tuple[int, ...]:
-        """The shape (one level only)."""
-        check_level(level, 1, os.fspath(self.path))
-        return self.shape
-
     def read_box(self, bounds: Bounds, level: int = 0) -> np.ndarray:
         """A copy of the box."""
-        check_level(level, 1, os.fspath(self.path))
+        self._level(level)
         return np.array(self.array[bounds])
-
-    def close(self) -> None:
-        """Drop the map."""
-
-    def __enter__(self) -> MemmapReader:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 class NpyReader(MemmapReader):

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from parvox.errors import ParameterError
-from parvox.io.base import ArrayWriter, Bounds, WriteOptions, check_level
+from parvox.io.base import ArrayWriter, Bounds, OneLevel, WriteOptions
 
 __all__ = [
     "TiffFileReader",
@@ -84,16 +84,13 @@ def _numbers_gap(source: str, files: list[Path]) -> None:
             )
 
 
-class TiffFolderReader:
+class TiffFolderReader(OneLevel):
     """A folder or glob of 2-D (or ``(y, x, c)`` colour) TIFF slices, one per z plane.
 
     Every slice's header is checked on opening (shape and dtype must match the first);
     in a folder, a gap in the slices' numbering is a missing slice. Both raise a ParameterError naming
     the folder and the slice.
     """
-
-    levels = 1
-    spacing: tuple[float, ...] | None = None
 
     def __init__(self, source: str | os.PathLike[str]) -> None:
         import tifffile
@@ -127,32 +124,22 @@ class TiffFolderReader:
         self.dtype = layout[1]
         self.chunks = (1, *layout[0])
 
-    def level_shape(self, level: int) -> tuple[int, ...]:
-        """The shape (one level only)."""
-        check_level(level, 1, os.fspath(self.path))
-        return self.shape
 
     def read_box(self, bounds: Bounds, level: int = 0) -> np.ndarray:
         """Read the slices of the box (each whole, then cropped)."""
         import tifffile
 
-        check_level(level, 1, os.fspath(self.path))
+        self._level(level)
         z, rest = bounds[0], bounds[1:]
         out = np.empty((z.stop - z.start, *(b.stop - b.start for b in rest)), self.dtype)
         for i, f in enumerate(self.files[z.start : z.stop]):
             out[i] = tifffile.imread(f)[rest]
         return out
 
-    def close(self) -> None:
-        """Nothing held open."""
 
-
-class TiffFileReader:
+class TiffFileReader(OneLevel):
     """One TIFF file: its first series, through a memory map when uncompressed and contiguous,
     else page by page (a box reads the pages of its planes only)."""
-
-    levels = 1
-    spacing: tuple[float, ...] | None = None
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         import tifffile
@@ -177,14 +164,10 @@ class TiffFileReader:
         self._paged = len(self._pages) > 1 and (len(self._pages), *page_shape) == self.shape
         self.chunks = (1, *page_shape) if self._paged else self.shape
 
-    def level_shape(self, level: int) -> tuple[int, ...]:
-        """The shape (one level only)."""
-        check_level(level, 1, os.fspath(self.path))
-        return self.shape
 
     def read_box(self, bounds: Bounds, level: int = 0) -> np.ndarray:
         """The box: a copy from the map, or its pages read and cropped."""
-        check_level(level, 1, os.fspath(self.path))
+        self._level(level)
         if self._map is not None:
             return np.array(self._map.reshape(self.shape)[bounds])
         if not self._paged:

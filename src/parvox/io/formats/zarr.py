@@ -26,7 +26,7 @@ from typing import Any, Literal
 import numpy as np
 
 from parvox.errors import ParameterError
-from parvox.io.base import ArrayWriter, Bounds, WriteOptions, check_level
+from parvox.io.base import ArrayWriter, Bounds, OneLevel, WriteOptions
 
 __all__ = ["ZarrReader", "ZarrWriter", "default_chunks"]
 
@@ -46,11 +46,8 @@ def default_chunks(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(out)
 
 
-class ZarrReader:
+class ZarrReader(OneLevel):
     """A Zarr array (v2 or v3, sharded or not)."""
-
-    levels = 1
-    spacing: tuple[float, ...] | None = None
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         import zarr
@@ -68,18 +65,11 @@ class ZarrReader:
         shards = getattr(self.array, "shards", None)
         self.shards: tuple[int, ...] | None = None if shards is None else tuple(shards)
 
-    def level_shape(self, level: int) -> tuple[int, ...]:
-        """The shape (one level only)."""
-        check_level(level, 1, os.fspath(self.path))
-        return self.shape
 
     def read_box(self, bounds: Bounds, level: int = 0) -> np.ndarray:
         """The box (zarr reads the chunks it crosses)."""
-        check_level(level, 1, os.fspath(self.path))
+        self._level(level)
         return np.asarray(self.array[bounds])
-
-    def close(self) -> None:
-        """Nothing held open."""
 
 
 def check_zarr_dtype(dest: str, dtype: np.dtype) -> None:
