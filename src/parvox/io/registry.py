@@ -92,11 +92,9 @@ def source_format(source: str | os.PathLike[str], fmt: str | None = None,
     if not path.exists():
         raise ParameterError("source", f"{name}: does not exist")
     if path.is_dir():
-        from parvox.volume.omezarr import is_ome_zarr
-
         if (path / "volume.json").is_file():
             return "store"
-        if is_ome_zarr(path):
+        if omezarr.is_ome_zarr(path):
             return "ome-zarr"
         if (path / "zarr.json").is_file() or (path / ".zarray").is_file():
             return "zarr"

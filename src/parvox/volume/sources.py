@@ -164,6 +164,8 @@ class ReaderSource:
         ``(z, y, x)`` or ``(z, y, x, 3)`` (RGB, uint8).
     spacing : (float, float, float), optional
         Overrides the reader's.
+    level : int
+        The reader's level to read.
 
     Examples
     --------
@@ -175,8 +177,10 @@ class ReaderSource:
     [12, 13, 14, 15]
     """
 
-    def __init__(self, reader: Any, spacing: tuple[float, float, float] | None = None) -> None:
-        shape = tuple(int(s) for s in reader.shape)
+    def __init__(self, reader: Any, spacing: tuple[float, float, float] | None = None,
+                 level: int = 0) -> None:
+        self.level = level
+        shape = tuple(int(s) for s in reader.level_shape(level))
         self._plane = len(shape) == 2  # one 2-D image: a volume of one plane
         if self._plane:
             shape = (1, *shape)
@@ -202,9 +206,9 @@ class ReaderSource:
     def read_slab(self, z0: int, z1: int) -> np.ndarray:
         """Planes ``z0:z1``."""
         if self._plane:
-            box = self.reader.read_box(self._rest)[None][z0:z1]
+            box = self.reader.read_box(self._rest, self.level)[None][z0:z1]
         else:
-            box = self.reader.read_box((slice(z0, z1), *self._rest))
+            box = self.reader.read_box((slice(z0, z1), *self._rest), self.level)
         return np.ascontiguousarray(box).astype(self.dtype, copy=False)
 
 

@@ -24,6 +24,7 @@ Examples
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -34,10 +35,30 @@ from parvox.errors import ParameterError
 from parvox.io.base import Bounds, WriteOptions, check_level
 from parvox.io.formats.zarr import ZarrWriter, layout
 
-__all__ = ["OmeZarr4Writer", "OmeZarrReader", "OmeZarrWriter"]
+__all__ = ["OmeZarr4Writer", "OmeZarrReader", "OmeZarrWriter", "is_ome_zarr", "read_multiscales"]
 
 _UNIT_MM = {"millimeter": 1.0, "micrometer": 1e-3, "nanometer": 1e-6, "centimeter": 10.0,
             "meter": 1e3, None: 1.0}
+
+
+def is_ome_zarr(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a Zarr group with OME ``multiscales`` metadata (NGFF 0.4 or 0.5)."""
+    return read_multiscales(Path(path)) is not None
+
+
+def read_multiscales(path: Path) -> list[dict[str, Any]] | None:
+    """The ``multiscales`` list of a group (``.zattrs``, or ``zarr.json`` ``attributes[.ome]``)."""
+    for name, pick in ((".zattrs", lambda a: a), ("zarr.json", lambda d: d.get("attributes"))):
+        f = path / name
+        if f.is_file():
+            try:
+                attrs = pick(json.loads(f.read_text(encoding="utf-8"))) or {}
+            except (OSError, ValueError):
+                return None
+            ms = attrs.get("multiscales") or (attrs.get("ome") or {}).get("multiscales")
+            if isinstance(ms, list) and ms:
+                return ms
+    return None
 
 
 def _scale(dataset: dict[str, Any], ndim: int) -> list[float]:
@@ -53,11 +74,9 @@ class OmeZarrReader:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         import zarr
 
-        from parvox.volume.omezarr import _read_multiscales
-
         self.path = Path(path)
         name = os.fspath(path)
-        ms = _read_multiscales(self.path)
+        ms = read_multiscales(self.path)
         if ms is None:
             raise ParameterError("source", f"{name}: not an OME-Zarr image (no multiscales)")
         image = ms[0]
@@ -85,16 +104,16 @@ class OmeZarrReader:
         unit = _UNIT_MM.get(axes[-1].get("unit"))
         if unit is None:
             raise ParameterError("source", f"{name}: unsupported unit {axes[-1].get('unit')!r}")
-        base = _scale(datasets[0], len(names))[-3:]
-        self.spacing: tuple[float, ...] | None = tuple(round(s * unit, 9) for s in base)
+        #: every level's z, y, x scale in mm
+        self.scales = [tuple(round(v * unit, 9) for v in _scale(ds, len(names))[-3:])
+                       for ds in datasets]
+        self.spacing: tuple[float, ...] | None = self.scales[0]
         self.levels = len(self.arrays)
         self.dtype = np.dtype(a0.dtype)
         self.shape = self.level_shape(0)
         self.chunks = self._ours(tuple(int(c) for c in a0.chunks))
 
     def _ome_version(self) -> str:
-        import json
-
         f = self.path / "zarr.json"
         if f.is_file():
             return str(json.loads(f.read_text()).get("attributes", {}).get("ome", {})
