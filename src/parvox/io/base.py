@@ -227,7 +227,7 @@ class ArrayWriter:
 
     def abort(self) -> None:
         """Remove what was built (one rank, after a failure)."""
-        from parvox.io import _discard
+        from parvox.io.publish import _discard
 
         _discard(self.path)
 
