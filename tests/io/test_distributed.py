@@ -272,3 +272,25 @@ def test_bad_input_names_the_argument_and_leaves_nothing():
         zfmt.ZarrWriter.write_box = original
     comm.Barrier()
     assert sorted(os.listdir(tmp)) == ["x.npy"]
+
+
+def test_progress_reports_every_box_and_raw_reads_fortran_order(tmp_path):
+    from parvox import io
+    from parvox.distarray import DistArray
+
+    a = np.arange(5 * 6 * 7, dtype=np.int32).reshape(5, 6, 7)
+    seen: list[tuple[int, int]] = []
+    io.write(DistArray.from_global(a, nblocks=3), tmp_path / "a.zarr", chunks=(2, 6, 7),
+             progress=lambda done, total: seen.append((done, total)))
+    assert seen and seen[-1][0] == seen[-1][1]
+    seen.clear()
+    back = io.read(tmp_path / "a.zarr", nblocks=4,
+                   progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(1, 4), (2, 4), (3, 4), (4, 4)]
+    np.testing.assert_array_equal(back.allgather(), a)
+    (tmp_path / "f.raw").write_bytes(b"HEAD" + np.asfortranarray(a).tobytes(order="F"))
+    got = DistArray.read_raw(tmp_path / "f.raw", a.shape, np.int32, offset=4, order="F")
+    np.testing.assert_array_equal(got.allgather(), a)
+    with pytest.raises(ValueError, match="progress") as info:
+        io.read(tmp_path / "a.zarr", progress="yes")
+    assert info.value.param == "progress"
