@@ -6,6 +6,9 @@ A source has ``shape`` (z, y, x), ``dtype`` (one of the store's: uint8, uint16, 
 ``read_slab(z0, z1)`` returning planes ``z0:z1`` as an array ``(z, y, x[, 3])`` of ``dtype``.
 Other dtypes are converted: bool becomes uint8, every other integer or float dtype float32.
 
+Files are read by the :mod:`parvox.io` readers (:class:`ReaderSource`), the one implementation
+of each format; a slab is the reader's box of those planes.
+
 Examples
 --------
 >>> import numpy as np
