@@ -162,13 +162,15 @@ def test_written_ome_zarr_validates_and_other_readers_agree(tmp_path):
     for fmt, model in (("ome-zarr-0.5", Image05), ("ome-zarr-0.4", Image04)):
         dest = tmp_path / f"{fmt}.ome.zarr"
         io.write(DistArray.from_global(a), dest, format=fmt, chunks=(2, 3, 5, 3),
-                 shards=(4, 6, 5, 3) if fmt.endswith("5") else None, spacing=(3.0, 2.0, 1.0))
+                 shards=(4, 6, 5, 3) if fmt.endswith("5") else None, spacing=(3.0, 2.0, 1.0),
+                 levels=1)
         group = zarr.open_group(str(dest), mode="r")
         image = model.from_zarr(group)  # the independent reader validates the metadata
         attrs = image.attributes.ome if fmt.endswith("5") else image.attributes
         ms = attrs.multiscales[0]
         assert [x.name for x in ms.axes] == ["c", "z", "y", "x"]
         assert ms.datasets[0].coordinateTransformations[0].scale == [1.0, 3.0, 2.0, 1.0]
+        assert ms.datasets[1].coordinateTransformations[0].scale == [1.0, 6.0, 4.0, 2.0]
         np.testing.assert_array_equal(np.asarray(group["0"][...]), np.moveaxis(a, -1, 0))
 
 
@@ -294,3 +296,32 @@ def test_progress_reports_every_box_and_raw_reads_fortran_order(tmp_path):
     with pytest.raises(ValueError, match="progress") as info:
         io.read(tmp_path / "a.zarr", progress="yes")
     assert info.value.param == "progress"
+
+
+@mpi_test(ranks=(1, 2, 3), timeout=120)
+def test_ome_zarr_pyramid_levels_are_block_means_of_the_level_below():
+    import os
+    import tempfile
+
+    from mpi4py import MPI
+
+    from parvox import io
+    from parvox.distarray import DistArray
+    from parvox.volume.pyramid import downsample
+
+    comm = MPI.COMM_WORLD
+    tmp = comm.bcast(tempfile.mkdtemp() if comm.Get_rank() == 0 else None)
+    rng = np.random.default_rng(5)
+    for a, fmt in ((rng.integers(0, 60000, (13, 10, 7)).astype(np.uint16), "ome-zarr-0.5"),
+                   (rng.integers(0, 256, (9, 6, 11, 3)).astype(np.uint8), "ome-zarr-0.4")):
+        dest = os.path.join(tmp, f"{fmt}.ome.zarr")
+        io.write(DistArray.from_global(a), dest, format=fmt, levels=2, chunks=(2, 4, 4),
+                 shards=(4, 8, 8) if fmt.endswith("5") else None, spacing=(2.0, 1.0, 1.0))
+        ref = a
+        r = io.open_reader(dest)
+        assert r.levels == 3
+        for k in (1, 2):
+            ref = downsample(ref, 1)
+            got = io.read(dest, level=k, nblocks=2).allgather()
+            np.testing.assert_array_equal(got, ref, err_msg=f"{fmt} level {k}")
+            assert r.scales[k] == pytest.approx((2.0 * 2**k, 2.0**k, 2.0**k))

@@ -222,6 +222,10 @@ class ArrayWriter:
     def close(self) -> None:
         """Flush what this rank wrote."""
 
+    def build_levels(self, comm: Any, progress: Any = False) -> None:
+        """Compute pyramid levels from level 0 (collective, after level 0 is written; none by
+        default)."""
+
     def finish(self) -> None:
         """Last step on one rank before publication (after every rank has closed)."""
 

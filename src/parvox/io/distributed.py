@@ -256,6 +256,7 @@ def _fill(d: DistArray, writer: ArrayWriter, name: str, progress: Progress) -> N
     except Exception as exc:  # raised on every rank by agree
         error = exc
     agree(error, f"writing {name}", c)
+    writer.build_levels(c, progress)
 
 
 def _write_store(d: DistArray, dest: str | os.PathLike[str], options: WriteOptions,

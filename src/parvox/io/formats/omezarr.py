@@ -152,21 +152,30 @@ class OmeZarrReader:
 
 
 class OmeZarrWriter(ZarrWriter):
-    """An OME-Zarr 0.5 image (Zarr v3; sharded when ``options.shards``): level 0 only."""
+    """An OME-Zarr 0.5 image (Zarr v3; sharded when ``options.shards``), with ``levels``
+    pyramid levels above level 0."""
 
     version = "0.5"
 
     @classmethod
     def check(cls, dest: str, shape: tuple[int, ...], dtype: np.dtype,
               options: WriteOptions) -> None:
-        """(z, y, x) or (z, y, x, c); levels 0 only here."""
+        """(z, y, x) or (z, y, x, c); a pyramid of numbers."""
         super().check(dest, shape, dtype, options)
         if len(shape) not in (3, 4):
             raise ParameterError("dest", f"{dest}: OME-Zarr output is (z, y, x) or "
                                  f"(z, y, x, c), got shape {shape}")
-        if options.levels:
-            raise ParameterError("levels", f"levels: writing an OME-Zarr pyramid goes through "
-                                 f"a store (`parvox export`); got levels={options.levels}")
+        if options.levels and dtype.kind not in "iuf":
+            raise ParameterError("levels", f"levels: a pyramid of {dtype} data is not defined "
+                                 "(block means need integers or floats)")
+        if options.levels and any(s < 1 for s in shape[:3]):
+            raise ParameterError("levels", "levels: an empty volume has no pyramid")
+
+    def _level_shape(self, k: int) -> tuple[int, ...]:
+        """Level ``k``'s shape ``(z, y, x[, c])``: each space axis halved ``k`` times, rounding
+        up."""
+        f = 1 << k
+        return (*(-(-s // f) for s in self.shape[:3]), *self.shape[3:])
 
     def _disk(self, t: tuple[int, ...]) -> tuple[int, ...]:
         return (t[3], *t[:3]) if len(self.shape) == 4 else t
@@ -181,11 +190,21 @@ class OmeZarrWriter(ZarrWriter):
         axes: list[dict[str, Any]] = [{"name": "c", "type": "channel"}] if colour else []
         axes += [{"name": n, "type": "space", "unit": "millimeter"} for n in "zyx"]
         scale = ([1.0] if colour else []) + spacing
-        ms: list[dict[str, Any]] = [{
-            "axes": axes,
-            "datasets": [{"path": "0", "coordinateTransformations": [
-                {"type": "scale", "scale": scale}]}],
-        }]
+        datasets = []
+        for k in range(self.options.levels + 1):
+            f = float(1 << k)
+            transforms: list[dict[str, Any]] = [
+                {"type": "scale", "scale": scale[: len(scale) - 3] + [v * f for v in spacing]}
+            ]
+            if k:
+                shift = [0.0] * (len(scale) - 3) + [v * (f - 1) / 2 for v in spacing]
+                transforms.append({"type": "translation", "translation": shift})
+            datasets.append({"path": str(k), "coordinateTransformations": transforms})
+        ms: list[dict[str, Any]] = [{"axes": axes, "datasets": datasets}]
+        if self.options.levels:
+            ms[0]["type"] = "mean"
+            ms[0]["metadata"] = {"description": "2x2x2 block means of the level below, "
+                                 "rounded for integers (parvox.io)"}
         group = zarr.open_group(os.fspath(self.path), mode="w-", zarr_format=self.zarr_format)
         if self.zarr_format == 3:
             group.attrs["ome"] = {"version": self.version, "multiscales": ms}
@@ -197,10 +216,15 @@ class OmeZarrWriter(ZarrWriter):
             {"dimension_names": names} if self.zarr_format == 3
             else {"chunk_key_encoding": {"name": "v2", "separator": "/"}}
         )
-        group.create_array("0", shape=self._disk(self.shape), dtype=self.dtype,
-                           chunks=self._disk(chunks),
-                           shards=None if shards is None else self._disk(shards),
-                           fill_value=0, **extra)
+        for k in range(self.options.levels + 1):
+            shape = self._level_shape(k)
+            kc = tuple(min(c, s) for c, s in zip(chunks, shape, strict=True))
+            ks = None if shards is None else tuple(
+                min(h, -(-s // c) * c) for h, c, s in zip(shards, kc, shape, strict=True))
+            group.create_array(str(k), shape=self._disk(shape), dtype=self.dtype,
+                               chunks=self._disk(kc),
+                               shards=None if ks is None else self._disk(ks),
+                               fill_value=0, **extra)
 
     def open(self) -> None:
         """Open level 0."""
@@ -216,8 +240,44 @@ class OmeZarrWriter(ZarrWriter):
             self._array[bounds] = data
 
 
+    def build_levels(self, comm: Any, progress: Any = False) -> None:
+        """Levels 1..L, each the 2x2x2 block mean of the level below: the ranks share each
+        level's rows of shards (a row reads two rows of planes of the level below)."""
+        import zarr
+
+        from parvox.comm import agree
+        from parvox.decomposition import split_extent
+        from parvox.volume.pyramid import downsample
+
+        rank, size = comm.Get_rank(), comm.Get_size()
+        colour = len(self.shape) == 4
+        for k in range(1, self.options.levels + 1):
+            error: Exception | None = None
+            try:
+                below = zarr.open_array(os.fspath(self.path / str(k - 1)), mode="r")
+                here = zarr.open_array(os.fspath(self.path / str(k)), mode="r+")
+                nz = self._level_shape(k)[0]
+                uz = int((here.shards or here.chunks)[1 if colour else 0])
+                rows = -(-nz // uz)
+                r0, r1 = split_extent(rows, size, rank)
+                for r in range(r0, r1):
+                    z0, z1 = r * uz, min(nz, (r + 1) * uz)
+                    zs = slice(2 * z0, min(2 * z1, int(below.shape[1 if colour else 0])))
+                    src = np.asarray(below[(slice(None), zs) if colour else zs])
+                    if colour:
+                        src = np.moveaxis(src, 0, -1)
+                    out = downsample(src, 1)
+                    if colour:
+                        here[:, z0:z1] = np.moveaxis(out, -1, 0)
+                    else:
+                        here[z0:z1] = out
+            except Exception as exc:  # raised on every rank by agree
+                error = exc
+            agree(error, f"writing level {k} of {self.path.name}", comm)
+
+
 class OmeZarr4Writer(OmeZarrWriter):
-    """An OME-Zarr 0.4 image (Zarr v2, ``/`` chunk keys): level 0 only."""
+    """An OME-Zarr 0.4 image (Zarr v2, ``/`` chunk keys)."""
 
     zarr_format: Literal[2, 3] = 2
     version = "0.4"
