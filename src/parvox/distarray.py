@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 import numpy as np
 
 from parvox import collectives
-from parvox.comm import agree, get_comm, private_comm, root_writes
+from parvox.comm import get_comm
 from parvox.decomposition import Assignment, BlockGrid, parse_halo
 from parvox.halo import MODES, PAD_MODES, HaloPlan, parse_boundary_mode
 from parvox.reductions import REDUCTIONS, identity, mean_var, minmax, reduce_array
@@ -287,12 +287,13 @@ class DistArray:
 
     @classmethod
     def read_npy(cls, path: str | os.PathLike[str], **layout: Any) -> DistArray:
-        """Read a ``.npy`` file in parallel: each rank maps the file and reads only its blocks."""
-        src = np.load(path, mmap_mode="r")
-        out = cls.empty(src.shape, src.dtype, **layout)
-        for b in out.blocks:
-            b.core[...] = src[b.bounds]
-        return out
+        """Read a ``.npy`` file in parallel: each rank maps the file and reads only its blocks.
+
+        Collective; :func:`parvox.io.read` with ``format="npy"``.
+        """
+        from parvox.io import read
+
+        return read(path, format="npy", **layout)
 
     @classmethod
     def read_raw(
@@ -305,19 +306,14 @@ class DistArray:
         order: Literal["C", "F"] = "C",
         **layout: Any,
     ) -> DistArray:
-        """Read a raw binary file of known shape/dtype in parallel (each rank reads its part)."""
-        shape = tuple(int(s) for s in shape)
-        need = offset + int(np.prod(shape)) * np.dtype(dtype).itemsize
-        have = os.path.getsize(path)
-        if have < need:
-            raise ValueError(
-                f"path: {path} holds {have} bytes, shape {shape} of {dtype} needs {need}"
-            )
-        src = np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape, order=order)
-        out = cls.empty(shape, dtype, **layout)
-        for b in out.blocks:
-            b.core[...] = src[b.bounds]
-        return out
+        """Read a raw binary file of known shape/dtype in parallel (each rank reads its part).
+
+        Collective; :func:`parvox.io.read` with ``format="raw"``.
+        """
+        from parvox.io import read
+
+        return read(path, format="raw", shape=shape, dtype=dtype, offset=offset, order=order,
+                    **layout)
 
     # ------------------------------------------------------------------ properties
     @property
@@ -403,41 +399,14 @@ class DistArray:
     def write_npy(self, path: str | os.PathLike[str]) -> None:
         """Write the array to a ``.npy`` file in parallel; collective.
 
-        Root creates a temporary sibling holding the header, every rank writes its blocks
-        into it, and root publishes it (:func:`parvox.io.publish`): ``path`` appears complete
-        or not at all. A failure on any rank is raised on every rank
-        (:func:`parvox.comm.agree`), so nobody waits for a rank that failed.
+        :func:`parvox.io.write` with ``format="npy"`` (an existing file is replaced): root
+        creates a temporary sibling holding the header, every rank writes its blocks into it,
+        and root publishes it (:func:`parvox.io.publish`): ``path`` appears complete or not at
+        all. A failure on any rank is raised on every rank (:func:`parvox.comm.agree`).
         """
-        from parvox.io import publish, temp_path
+        from parvox.io import write
 
-        c, name = self.comm, os.fspath(path)
-        tmp = None
-        with root_writes(c, what=f"creating {name}") as mine:
-            if mine:
-                tmp = temp_path(path)
-                head = np.lib.format.open_memmap(tmp, "w+", dtype=self.dtype, shape=self.shape)
-                head.flush()
-                del head
-        tmp = private_comm(c).bcast(tmp, root=0)
-        error: Exception | None = None
-        try:
-            if self.blocks:
-                dst = np.load(tmp, mmap_mode="r+")
-                for b in self.blocks:
-                    dst[b.bounds] = b.core
-                dst.flush()
-                del dst
-        except Exception as exc:  # raised on every rank by agree
-            error = exc
-        try:
-            agree(error, f"writing {name}", c)
-            with root_writes(c, what=f"publishing {name}") as mine:
-                if mine:
-                    publish(tmp, path)
-        except Exception:
-            if c.Get_rank() == 0:
-                tmp.unlink(missing_ok=True)
-            raise
+        write(self, path, format="npy", overwrite=True)
 
     # ------------------------------------------------------------------ ghosts
     def with_ghost(self, ghost: int | Sequence[int]) -> DistArray:

@@ -31,7 +31,6 @@ Examples
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from pathlib import Path
@@ -42,9 +41,10 @@ import numpy as np
 from parvox.comm import agree, get_comm, root_writes
 from parvox.decomposition import split_extent
 from parvox.io import publish, temp_path
+from parvox.io.formats.omezarr import is_ome_zarr
 from parvox.progressbar import Progress, check_progress, progress_bar
 from parvox.volume.manifest import VolumeMeta
-from parvox.volume.sources import StoreSource, store_dtype
+from parvox.volume.sources import ReaderSource, StoreSource
 from parvox.volume.store import VolumeStore
 
 if TYPE_CHECKING:
@@ -54,8 +54,6 @@ __all__ = ["NGFF_VERSION", "OmeZarrSource", "export_ome_zarr", "is_ome_zarr", "m
 
 #: the NGFF version written
 NGFF_VERSION = "0.4"
-_UNIT_MM = {"millimeter": 1.0, "micrometer": 1e-3, "nanometer": 1e-6, "centimeter": 10.0,
-            "meter": 1e3, None: 1.0}
 
 
 def multiscales(meta: VolumeMeta, nlevels: int, name: str = "") -> list[dict[str, Any]]:
@@ -201,56 +199,10 @@ def _ome_shape(meta: VolumeMeta, zyx: tuple[int, int, int] | None = None) -> tup
     return ((meta.channels,) if meta.channels > 1 else ()) + tuple(zyx or meta.shape)
 
 
-def is_ome_zarr(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` is a Zarr group with OME ``multiscales`` metadata (NGFF 0.4 or 0.5)."""
-    return _read_multiscales(Path(path)) is not None
-
-
-def _read_multiscales(path: Path) -> list[dict[str, Any]] | None:
-    for name, pick in ((".zattrs", lambda a: a), ("zarr.json", lambda d: d.get("attributes"))):
-        f = path / name
-        if f.is_file():
-            try:
-                attrs = pick(json.loads(f.read_text(encoding="utf-8"))) or {}
-            except (OSError, ValueError):
-                return None
-            ms = attrs.get("multiscales") or (attrs.get("ome") or {}).get("multiscales")
-            if isinstance(ms, list) and ms:
-                return ms
-    return None
-
-
-class _ArrayLevel:
-    """One multiscale array as a source: ``(c?, z, y, x)`` read as ``(z, y, x[, c])``."""
-
-    def __init__(self, arr: Any, caxis: int | None, lead: tuple[Any, ...],
-                 spacing: tuple[float, float, float]) -> None:
-        self.arr, self.caxis, self.lead = arr, caxis, lead
-        zyx = [n for i, n in enumerate(arr.shape) if i >= len(lead) and i != caxis]
-        self.shape: tuple[int, int, int] = (int(zyx[0]), int(zyx[1]), int(zyx[2]))
-        self.channels = 1 if caxis is None else int(arr.shape[caxis])
-        if self.channels not in (1, 3):
-            raise ValueError(f"OME-Zarr images must have 1 or 3 channels, got {self.channels}")
-        self.dtype = store_dtype(arr.dtype)
-        if self.channels == 3 and self.dtype != np.uint8:
-            raise ValueError(f"RGB OME-Zarr images must be uint8, got {arr.dtype}")
-        self.spacing: tuple[float, float, float] | None = spacing
-
-    def read_slab(self, z0: int, z1: int) -> np.ndarray:
-        """Planes ``z0:z1``, channels last."""
-        zaxis = len(self.lead) + (1 if self.caxis is not None else 0)
-        index = list(self.lead) + [slice(None)] * (self.arr.ndim - len(self.lead))
-        index[zaxis] = slice(z0, z1)
-        block = np.asarray(self.arr[tuple(index)])
-        if self.caxis is not None:
-            block = np.moveaxis(block, 0, -1)
-            if self.channels == 1:
-                block = block[..., 0]
-        return np.ascontiguousarray(block).astype(self.dtype, copy=False)
-
-
-class OmeZarrSource(_ArrayLevel):
-    """Level 0 of an OME-Zarr multiscale image as a :class:`~parvox.volume.VolumeSource`.
+class OmeZarrSource(ReaderSource):
+    """Level 0 of an OME-Zarr multiscale image as a :class:`~parvox.volume.VolumeSource`: the
+    :mod:`parvox.io` reader of OME-Zarr (:class:`~parvox.io.formats.omezarr.OmeZarrReader`)
+    read slab by slab, with its coarser levels.
 
     Attributes
     ----------
@@ -265,49 +217,16 @@ class OmeZarrSource(_ArrayLevel):
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        import zarr
+        from parvox.io.formats.omezarr import OmeZarrReader
 
-        root = Path(path)
-        ms = _read_multiscales(root)
-        if ms is None:
-            raise ValueError(f"{root} is not an OME-Zarr image (no multiscales metadata)")
-        image = ms[0]
-        axes = [a if isinstance(a, dict) else {"name": a} for a in image.get("axes", [])]
-        names = [a.get("name") for a in axes]
-        if names not in (["z", "y", "x"], ["c", "z", "y", "x"], ["t", "z", "y", "x"],
-                         ["t", "c", "z", "y", "x"]):
-            raise ValueError(f"{root}: OME-Zarr axes must be [t,] [c,] z, y, x, got {names}")
-        caxis = names.index("c") if "c" in names else None
-        unit = _UNIT_MM.get(axes[-1].get("unit"))
-        if unit is None:
-            raise ValueError(f"{root}: unsupported space unit {axes[-1].get('unit')!r}")
-        datasets = image.get("datasets") or []
-        if not datasets:
-            raise ValueError(f"{root}: the multiscale image lists no datasets")
-        scales = [self._scale(ds, len(names)) for ds in datasets]
-        arrays = [zarr.open_array(str(root / ds["path"]), mode="r") for ds in datasets]
-        lead: tuple[Any, ...] = ()
-        if "t" in names:
-            t = names.index("t")
-            if arrays[0].shape[t] != 1:
-                raise ValueError(f"{root}: a time axis of {arrays[0].shape[t]} points")
-            lead = (0,) * (t + 1)
-        base = scales[0][-3:]
-        spacing = (base[0] * unit, base[1] * unit, base[2] * unit)
-        super().__init__(arrays[0], caxis, lead, spacing)
-        self.level_sources: dict[int, _ArrayLevel] = {}
-        for arr, sc in zip(arrays[1:], scales[1:], strict=True):
-            ratio = np.asarray(sc[-3:]) / np.asarray(base)
+        reader = OmeZarrReader(path)
+        super().__init__(reader)
+        base = np.asarray(reader.scales[0])
+        self.level_sources: dict[int, ReaderSource] = {}
+        for level in range(1, reader.levels):
+            ratio = np.asarray(reader.scales[level]) / base
             k = round(float(np.log2(ratio[0]))) if ratio[0] > 0 else 0
             if k >= 1 and np.allclose(ratio, 2.0**k, rtol=1e-6):
                 f = float(1 << k)
-                self.level_sources[k] = _ArrayLevel(
-                    arr, caxis, lead, (spacing[0] * f, spacing[1] * f, spacing[2] * f)
-                )
-
-    @staticmethod
-    def _scale(dataset: dict[str, Any], ndim: int) -> list[float]:
-        for t in dataset.get("coordinateTransformations", []):
-            if t.get("type") == "scale" and "scale" in t:
-                return [float(v) for v in t["scale"]]
-        return [1.0] * ndim
+                spacing = (base[0] * f, base[1] * f, base[2] * f)
+                self.level_sources[k] = ReaderSource(reader, spacing, level=level)

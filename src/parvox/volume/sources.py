@@ -7,6 +7,9 @@ uint8 to uint64, float32, float64),
 ``read_slab(z0, z1)`` returning planes ``z0:z1`` as an array ``(z, y, x[, 3])`` of ``dtype``.
 Other dtypes are converted: bool becomes uint8, float16 float32 (both exact).
 
+Files are read by the :mod:`parvox.io` readers (:class:`ReaderSource`), the one implementation
+of each format; a slab is the reader's box of those planes.
+
 Examples
 --------
 >>> import numpy as np
@@ -18,7 +21,6 @@ Examples
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -26,7 +28,14 @@ import numpy as np
 if TYPE_CHECKING:
     from parvox.volume.store import VolumeStore
 
-__all__ = ["ArraySource", "StoreSource", "VolumeSource", "open_source", "store_dtype"]
+__all__ = [
+    "ArraySource",
+    "ReaderSource",
+    "StoreSource",
+    "VolumeSource",
+    "open_source",
+    "store_dtype",
+]
 
 
 class VolumeSource(Protocol):
@@ -149,58 +158,64 @@ class StoreSource:
         return out
 
 
-class _TiffFolder:
-    """A folder of 2-D (or RGB) TIFF slices, sorted by name."""
+class ReaderSource:
+    """A :mod:`parvox.io` reader as a source: a slab is the reader's box of planes ``z0:z1``.
 
-    def __init__(self, folder: Path) -> None:
-        import tifffile
+    The readers of :mod:`parvox.io.registry` are the one implementation of every file format;
+    ingest reads them through this adapter (converted to the store's dtype).
 
-        self.files = sorted(
-            p for p in folder.iterdir() if p.suffix.lower() in (".tif", ".tiff") and p.is_file()
-        )
-        if not self.files:
-            raise ValueError(f"source folder {folder} holds no .tif/.tiff files")
-        first = tifffile.imread(self.files[0])
-        if first.ndim == 3 and first.shape[2] == 3:
+    Parameters
+    ----------
+    reader : parvox.io.ArrayReader
+        ``(z, y, x)`` or ``(z, y, x, 3)`` (RGB, uint8).
+    spacing : (float, float, float), optional
+        Overrides the reader's.
+    level : int
+        The reader's level to read.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from parvox.io import open_reader
+    >>> p = os.path.join(tempfile.mkdtemp(), "v.npy")
+    >>> np.save(p, np.arange(24, dtype=np.uint8).reshape(2, 3, 4))
+    >>> ReaderSource(open_reader(p)).read_slab(1, 2)[0, 0].tolist()
+    [12, 13, 14, 15]
+    """
+
+    def __init__(self, reader: Any, spacing: tuple[float, float, float] | None = None,
+                 level: int = 0) -> None:
+        self.level = level
+        shape = tuple(int(s) for s in reader.level_shape(level))
+        self._plane = len(shape) == 2  # one 2-D image: a volume of one plane
+        if self._plane:
+            shape = (1, *shape)
+        if len(shape) == 4 and shape[3] == 3:
             self.channels = 3
-        elif first.ndim == 2:
+        elif len(shape) == 3:
             self.channels = 1
         else:
-            raise ValueError(f"TIFF slices must be 2-D or RGB, {self.files[0]} has {first.shape}")
-        self.shape = (len(self.files), int(first.shape[0]), int(first.shape[1]))
-        self.dtype = store_dtype(first.dtype)
-        self.spacing: tuple[float, float, float] | None = None
+            raise ValueError(
+                f"source {reader.path} must be (z, y, x) or (z, y, x, 3), got shape {shape}"
+            )
+        self.reader = reader
+        self.shape: tuple[int, int, int] = (shape[0], shape[1], shape[2])
+        self.dtype = store_dtype(reader.dtype)
+        if self.channels == 3 and self.dtype != np.uint8:
+            raise ValueError(f"RGB sources must be uint8, got {reader.dtype}")
+        own = reader.spacing
+        self.spacing: tuple[float, float, float] | None = spacing or (
+            None if own is None else (float(own[0]), float(own[1]), float(own[2]))
+        )
+        self._rest = tuple(slice(0, int(s)) for s in shape[1:])
 
     def read_slab(self, z0: int, z1: int) -> np.ndarray:
-        import tifffile
-
-        planes = [tifffile.imread(f) for f in self.files[z0:z1]]
-        for f, p in zip(self.files[z0:z1], planes, strict=True):
-            if p.shape[:2] != self.shape[1:]:
-                raise ValueError(f"TIFF slice {f} has shape {p.shape}, expected {self.shape[1:]}")
-        return np.stack(planes).astype(self.dtype, copy=False)
-
-
-class _NiftiSource:
-    """A NIfTI image; axes (i, j, k) become (x, y, z), so (z, y, x) is the reverse."""
-
-    def __init__(self, path: Path) -> None:
-        import nibabel
-
-        img: Any = nibabel.load(str(path))  # an image with a shape (nibabel's types do not say)
-        if len(img.shape) != 3:
-            raise ValueError(f"NIfTI source must be 3-D, {path} has shape {img.shape}")
-        self.img = img
-        nx, ny, nz = (int(s) for s in img.shape)
-        self.shape: tuple[int, int, int] = (nz, ny, nx)
-        self.dtype = store_dtype(img.get_data_dtype())
-        self.channels = 1
-        sx, sy, sz = (round(float(z), 6) for z in img.header.get_zooms()[:3])  # float32 header
-        self.spacing: tuple[float, float, float] | None = (sz, sy, sx)
-
-    def read_slab(self, z0: int, z1: int) -> np.ndarray:
-        block = np.asarray(self.img.dataobj[:, :, z0:z1])
-        return np.ascontiguousarray(block.transpose(2, 1, 0)).astype(self.dtype, copy=False)
+        """Planes ``z0:z1``."""
+        if self._plane:
+            box = self.reader.read_box(self._rest, self.level)[None][z0:z1]
+        else:
+            box = self.reader.read_box((slice(z0, z1), *self._rest), self.level)
+        return np.ascontiguousarray(box).astype(self.dtype, copy=False)
 
 
 def open_source(
@@ -209,6 +224,9 @@ def open_source(
     """Open ``source``: an array, a ``.npy`` file, a TIFF file or folder, a NIfTI file
     (``.nii``, ``.nii.gz``), an OME-Zarr image (:mod:`parvox.volume.omezarr`) or a Zarr array
     (a directory or ``.zarr`` path).
+
+    A path is opened by its :mod:`parvox.io` reader (:class:`ReaderSource`): the formats of
+    :func:`parvox.io.registry.source_format`, a store included.
 
     Raises
     ------
@@ -219,36 +237,12 @@ def open_source(
         return source
     if not isinstance(source, str | os.PathLike):
         return ArraySource(source, spacing)
-    path = Path(source)
-    if not path.exists():
-        raise ValueError(f"source {path} does not exist")
-    name = path.name.lower()
-    if name.endswith(".npy"):
-        return ArraySource(np.load(path, mmap_mode="r"), spacing)
-    if name.endswith((".nii", ".nii.gz")):
-        return _NiftiSource(path)
-    if name.endswith((".tif", ".tiff")):
-        import tifffile
+    from parvox.io import open_reader
+    from parvox.io.registry import source_format
 
-        arr: np.ndarray
-        try:
-            arr = tifffile.memmap(path, mode="r")
-        except ValueError:  # compressed or not contiguous
-            arr = tifffile.imread(path)
-        if arr.ndim == 2:
-            arr = arr[None]
-        return ArraySource(arr, spacing)
-    if path.is_dir():
-        from parvox.volume.omezarr import OmeZarrSource, is_ome_zarr
+    fmt = source_format(source)
+    if fmt == "ome-zarr":
+        from parvox.volume.omezarr import OmeZarrSource
 
-        if is_ome_zarr(path):
-            return OmeZarrSource(path)
-        if name.endswith(".zarr") or (path / "zarr.json").exists() or (path / ".zarray").exists():
-            import zarr
-
-            return ArraySource(zarr.open_array(str(path), mode="r"), spacing)
-        return _TiffFolder(path)
-    raise ValueError(
-        f"source {path}: unknown kind (expected .npy, .tif/.tiff, a TIFF folder, "
-        ".nii/.nii.gz or a Zarr array)"
-    )
+        return OmeZarrSource(source)  # its coarser levels too (ingest takes them)
+    return ReaderSource(open_reader(source, format=fmt), spacing)

@@ -1,60 +1,19 @@
-"""Reading and writing images and volumes (``.npy``, ``.tif``/``.tiff``, ``.png``), and the one
-way parvox publishes a file.
+"""2-D images and small volumes as whole NumPy arrays (``.npy``, ``.tif``/``.tiff``, ``.png``),
+and their distributed pair (:func:`read_distributed`, :func:`write_distributed`).
 
-Publication: every file parvox publishes appears complete or not at all. :func:`atomic_write`
-(a file object) and :func:`atomic_path` (a path, for writers that need one, or a whole
-directory) write a temporary sibling (:func:`temp_path`), and :func:`publish` makes it durable
-(``fsync`` of the file, or of every file and folder of a directory) and renames it into place,
-then flushes the parent directory; on an error the temporary is removed. Writers that fill
-a temporary from several ranks call :func:`publish` on one rank when all are done.
-
-Serial functions (:func:`read_image`, :func:`write_image`, :func:`image_info`) work on plain
-NumPy arrays. The distributed pair (:func:`read_distributed`, :func:`write_distributed`) moves
-:class:`~parvox.distarray.DistArray` data: ``.npy`` files are read and written in parallel (every
-rank maps the file and touches only its own blocks, so a big array never passes through one
-rank); TIFF and PNG files are read on root and scattered, or gathered to root and written.
-
-Formats
--------
-``.npy``
-    Any shape and dtype (NumPy's own format; exact round trip).
-``.tif`` / ``.tiff``
-    Any shape and dtype that tifffile writes (integers, floats, bool; 2-d images, 3-d stacks).
-``.png``
-    Integer images only: 8- or 16-bit grey ``(y, x)``, 8-bit RGB/RGBA ``(y, x, 3|4)``, 1-bit
-    (bool). On writing, ``bool`` becomes a 1-bit PNG, ``uint8`` 8-bit and ``uint16`` 16-bit; any
-    other integer dtype is written as 16-bit grey when every value lies in ``0..65535`` (so a
-    label image reads back as ``uint16``). Floating-point data are refused: write them to
-    ``.npy`` or ``.tif`` (exact), or scale them to integers yourself first.
-
-Axis order is NumPy's: ``(y, x)`` for images, ``(z, y, x)`` for volumes, colour last.
-
-Examples
---------
->>> import os, tempfile
->>> import numpy as np
->>> path = os.path.join(tempfile.mkdtemp(), "a.png")
->>> write_image(path, np.arange(12, dtype=np.uint8).reshape(3, 4))
->>> read_image(path).sum()
-np.uint64(66)
->>> image_info(path)
-((3, 4), dtype('uint8'))
+See :mod:`parvox.io` for the formats' rules.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import shutil
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from parvox.comm import get_comm, root_only
-from parvox.errors import ParameterError
+from parvox.io.publish import _refusal, atomic_write, check_output_path
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -63,16 +22,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXTENSIONS",
-    "atomic_path",
-    "atomic_write",
-    "check_output_path",
     "check_writable",
     "image_format",
     "image_info",
-    "publish",
     "read_distributed",
     "read_image",
-    "temp_path",
     "write_distributed",
     "write_image",
 ]
@@ -82,151 +36,6 @@ EXTENSIONS: dict[str, str] = {".npy": "npy", ".tif": "tiff", ".tiff": "tiff", ".
 
 #: Pillow modes read from PNG files and the dtype they become.
 _PNG_MODES = {"1": "bool", "L": "uint8", "I;16": "uint16", "RGB": "uint8", "RGBA": "uint8"}
-
-#: Modes :func:`atomic_write` opens its temporary file with.
-_WRITE_MODES = ("w", "wb", "wt")
-
-
-def temp_path(path: str | os.PathLike[str]) -> Path:
-    """A fresh temporary sibling of ``path``: ``.NAME.tmp-XXXXXXXX`` plus ``path``'s suffixes.
-
-    Hidden, unique, in the same directory (so the rename that publishes it is atomic), and
-    ending like ``path`` (``.nii.gz`` too) so that writers that choose a format by extension
-    still work.
-
-    Examples
-    --------
-    >>> p = temp_path("/data/scan.nii.gz")
-    >>> p.parent.as_posix(), p.name.startswith(".scan.nii.gz.tmp-"), "".join(p.suffixes[-2:])
-    ('/data', True, '.nii.gz')
-    """
-    target = Path(path)
-    ends = "".join(target.suffixes)
-    return target.parent / f".{target.name}.tmp-{uuid.uuid4().hex[:8]}{ends}"
-
-
-def _fsync(path: str | os.PathLike[str]) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _sync_tree(path: Path) -> None:
-    """fsync a file, or every file and folder under a directory (deepest first)."""
-    if not path.is_dir():
-        _fsync(path)
-        return
-    for where, _, files in os.walk(path, topdown=False):
-        for name in files:
-            _fsync(os.path.join(where, name))
-        _fsync(where)
-
-
-def _discard(path: Path) -> None:
-    """Remove a temporary file or directory, if it is there."""
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
-
-
-def publish(temp: str | os.PathLike[str], path: str | os.PathLike[str]) -> None:
-    """Make the complete temporary ``temp`` durable and move it to ``path`` atomically.
-
-    ``temp`` is a file or a directory beside ``path`` (:func:`temp_path`). Its data reach the
-    disk first (``fsync`` of the file, or of every file and folder in the directory), then it
-    is renamed to ``path``, replacing what was there (a directory is replaced by moving the
-    old one aside first and removing it after), and the parent directory is flushed so
-    the rename itself survives a crash. Readers see the old ``path`` or the new one, never a
-    part. Not collective: when several ranks fill ``temp``, one publishes it after all agree.
-
-    Examples
-    --------
-    >>> import os, tempfile
-    >>> d = tempfile.mkdtemp()
-    >>> tmp = temp_path(os.path.join(d, "a.txt"))
-    >>> _ = tmp.write_text("complete")
-    >>> publish(tmp, os.path.join(d, "a.txt"))
-    >>> sorted(os.listdir(d))
-    ['a.txt']
-    """
-    source, target = Path(temp), Path(path)
-    _sync_tree(source)
-    old = None
-    if source.is_dir() and target.is_dir() and not target.is_symlink():
-        old = target.parent / f".{target.name}.old-{uuid.uuid4().hex[:8]}"
-        os.replace(target, old)
-    os.replace(source, target)
-    _fsync(target.parent)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
-
-
-@contextlib.contextmanager
-def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
-    """Yield a temporary path to create ``path``'s content at; :func:`publish` it on success.
-
-    For writers that need a path (``tifffile``, ``nibabel``, a Zarr store) or that build a
-    whole directory. When the body raises, the temporary is removed and ``path`` is untouched.
-
-    Examples
-    --------
-    >>> import os, tempfile
-    >>> target = os.path.join(tempfile.mkdtemp(), "a.npy")
-    >>> with atomic_path(target) as tmp:
-    ...     np.save(tmp, np.arange(3))
-    >>> np.load(target)
-    array([0, 1, 2])
-    """
-    tmp = temp_path(path)
-    try:
-        yield tmp
-        publish(tmp, path)
-    except BaseException:
-        _discard(tmp)
-        raise
-
-
-@contextlib.contextmanager
-def atomic_write(
-    path: str | os.PathLike[str], mode: str = "wb", *, encoding: str | None = None
-) -> Iterator[IO[Any]]:
-    """Yield a file object whose content replaces ``path`` atomically when the body ends.
-
-    The file is a temporary sibling of ``path``; when the body returns it is closed, flushed
-    to disk and renamed into place, and the directory is flushed (:func:`publish`). Readers
-    never see a partial file; when the body raises, the temporary is removed and ``path`` is
-    untouched.
-
-    Parameters
-    ----------
-    path : path-like
-        The file to publish.
-    mode : {"wb", "w", "wt"}
-        Binary (default) or text.
-    encoding : str, optional
-        Text mode only; UTF-8 by default.
-
-    Examples
-    --------
-    >>> import os, tempfile
-    >>> target = os.path.join(tempfile.mkdtemp(), "note.json")
-    >>> with atomic_write(target, "w") as fh:
-    ...     _ = fh.write('{"ok": true}')
-    >>> open(target).read()
-    '{"ok": true}'
-    """
-    if mode not in _WRITE_MODES:
-        raise ParameterError("mode", f"mode: expected one of {_WRITE_MODES}, got {mode!r}")
-    text = "b" not in mode
-    with atomic_path(path) as tmp, open(
-        tmp, mode, encoding=(encoding or "utf-8") if text else None
-    ) as fh:  # closed before atomic_path publishes it
-        yield fh
-
 
 def image_format(path: str | os.PathLike[str]) -> str:
     """The format (``"npy"``, ``"tiff"`` or ``"png"``) that ``path``'s extension names.
@@ -408,53 +217,6 @@ def check_writable(
     return fmt
 
 
-def check_output_path(
-    path: str | os.PathLike[str],
-    *,
-    param: str | None = None,
-    overwrite: bool | None = None,
-    directory: bool = False,
-) -> None:
-    """Check that ``path`` can be created: the one policy for every output of parvox.
-
-    Its parent directory must exist (it is never created), and ``path`` must not be a directory
-    (``directory=True``: an output that is a directory, such as a store, must not be a file).
-    With ``overwrite=False`` an existing ``path`` is refused (the caller offers no replacement
-    or the user did not ask for one); ``None`` does not check.
-
-    Raises
-    ------
-    ValueError
-        A :class:`~parvox.errors.ParameterError` naming ``param`` when it is given.
-
-    Examples
-    --------
-    >>> check_output_path("out.anything")
-    >>> check_output_path("/no/such/folder/out.npy", param="OUT")
-    Traceback (most recent call last):
-    ...
-    parvox.errors.ParameterError: /no/such/folder/out.npy: directory /no/such/folder does not exist
-    """
-    name = os.fspath(path)
-    target = Path(name.rstrip("/") or name)
-    parent = target.parent
-    if not parent.is_dir():
-        raise _refusal(param, f"{name}: directory {os.fspath(parent)} does not exist")
-    if not directory and target.is_dir():
-        raise _refusal(param, f"{name}: is a directory, not a file")
-    if directory and target.exists() and not target.is_dir():
-        raise _refusal(param, f"{name}: exists and is not a directory")
-    if overwrite is False and target.exists():
-        raise _refusal(param, f"{name} exists (use --overwrite to replace it)")
-
-
-def _refusal(param: str | None, message: str) -> ValueError:
-    """The error of a refused output: a ParameterError naming ``param``, else a ValueError."""
-    if param is None:
-        return ValueError(message)
-    return ParameterError(param, message)
-
-
 def _png_refusal(path: str, dtype: np.dtype | None, shape: tuple[int, ...] | None) -> str | None:
     """Why PNG cannot hold an image of ``dtype`` and ``shape`` (None: it can), values aside."""
     if dtype is not None and dtype.kind in "fc":
@@ -554,8 +316,8 @@ def read_distributed(
 ) -> DistArray:
     """Read an image file into a :class:`~parvox.distarray.DistArray`; collective.
 
-    ``.npy`` is read in parallel (each rank reads only its blocks through a memory map); TIFF
-    and PNG are read on ``root`` and scattered. ``layout`` keywords (``nblocks``, ``grid``,
+    ``.npy`` and TIFF are read in parallel (:func:`read`: each rank reads only its blocks,
+    through a memory map or page by page); PNG is read on ``root`` and scattered. ``layout`` keywords (``nblocks``, ``grid``,
     ``axis``, ``ghost``, ...) go to the DistArray.
 
     Raises
@@ -575,9 +337,11 @@ def read_distributed(
     from parvox.distarray import DistArray
 
     c = get_comm(comm)
-    if image_format(path) == "npy":
+    if image_format(path) in ("npy", "tiff"):
         _on_root(c, root, False, image_info, path)  # one clear error instead of one per rank
-        return DistArray.read_npy(path, comm=c, **layout)
+        from parvox.io.distributed import read
+
+        return read(path, comm=c, **layout)
     array = _on_root(c, root, False, read_image, path)
     return DistArray.scatter(array, root=root, comm=c, **layout)
 
@@ -585,8 +349,9 @@ def read_distributed(
 def write_distributed(d: DistArray, path: str | os.PathLike[str], *, root: int = 0) -> None:
     """Write a DistArray to an image file; collective.
 
-    ``.npy`` is written in parallel (root writes the header, every rank its blocks); TIFF and
-    PNG are gathered to ``root`` and written there.
+    ``.npy`` and TIFF (integers and floats) are written in parallel (:func:`write`: root
+    writes the header, every rank its blocks through a memory map); PNG (and a bool TIFF) are
+    gathered to ``root`` and written there.
 
     Raises
     ------
@@ -604,8 +369,13 @@ def write_distributed(d: DistArray, path: str | os.PathLike[str], *, root: int =
     """
     c = d.comm
     fmt = _on_root(c, root, True, check_writable, path)
-    if fmt == "npy":
-        d.write_npy(path)
+    if fmt == "npy" or (fmt == "tiff" and d.dtype.kind in "iuf" and d.ndim >= 2):
+        from parvox.io.distributed import write
+
+        write(d, path, format=fmt, overwrite=True)
         return
     whole = d.gather(root=root)
     _on_root(c, root, False, write_image, path, whole)
+
+
+# The format-generic layer; imported last, its modules use the publication helpers above.

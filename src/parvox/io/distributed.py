@@ -1,0 +1,289 @@
+"""Collective reading and writing of a :class:`~parvox.distarray.DistArray` in any format of
+:mod:`parvox.io.registry`.
+
+:func:`read`: every rank opens the source and reads the boxes of its own blocks
+(``read_box``), nothing more. :func:`write`: rank 0 checks the destination and creates the
+array's metadata in a temporary sibling; every rank writes its own boxes; when all have
+succeeded (:func:`parvox.comm.agree`) rank 0 publishes the temporary (:func:`parvox.io.publish`),
+so a reader never sees a half-written file or folder, and a failure leaves nothing behind.
+Formats whose chunks or shards are files or compressed blocks (Zarr, OME-Zarr, a TIFF folder)
+take only boxes that are unions of whole shards: when the DistArray's blocks are not, its data
+are first redistributed (:func:`parvox.redistribution.redistribute`) into slabs along z of whole
+shard rows, so no shard is ever written by two ranks.
+
+Examples
+--------
+>>> import os, tempfile
+>>> import numpy as np
+>>> from parvox.distarray import DistArray
+>>> d = DistArray.from_global(np.arange(60, dtype=np.int16).reshape(3, 4, 5))
+>>> p = os.path.join(tempfile.mkdtemp(), "a.zarr")
+>>> write(d, p, chunks=(2, 2, 5))
+>>> bool((read(p).allgather() == d.allgather()).all())
+True
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from parvox.comm import agree, get_comm, private_comm, root_writes
+from parvox.errors import ParameterError
+from parvox.io.base import ArrayWriter, WriteOptions, parse_chunks
+from parvox.io.registry import FORMATS, dest_format, open_reader
+from parvox.progressbar import Progress, check_progress, progress_bar
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
+
+    from parvox.distarray import DistArray
+
+__all__ = ["read", "write"]
+
+
+def read(
+    source: str | os.PathLike[str],
+    *,
+    level: int = 0,
+    format: str | None = None,
+    shape: Sequence[int] | None = None,
+    dtype: Any = None,
+    offset: int = 0,
+    order: str = "C",
+    progress: Progress = False,
+    comm: MPI.Intracomm | None = None,
+    **layout: Any,
+) -> DistArray:
+    """Read ``source`` (any format of :data:`~parvox.io.registry.FORMATS`) into a DistArray;
+    collective. Each rank reads only the boxes of its own blocks.
+
+    Parameters
+    ----------
+    source : path
+        A file, folder or glob (the format is recognised, :func:`~parvox.io.registry.source_format`).
+    level : int
+        The pyramid level to read (OME-Zarr, store).
+    format : str, optional
+        The format's name, when it cannot be recognised.
+    shape, dtype, offset, order
+        Raw binary data: its shape, dtype, header bytes and order (``"C"`` or ``"F"``).
+    progress : bool or callable
+        Progress over this rank's blocks, reported on rank 0 (:mod:`parvox.progressbar`).
+    comm : MPI communicator, optional
+    **layout
+        Keywords of :meth:`DistArray.empty <parvox.distarray.DistArray.empty>` (``nblocks``,
+        ``grid``, ``axis``, ``ghost``, ...).
+
+    Raises
+    ------
+    AllRanksValueError
+        On every rank, naming the argument (``source``, ``format``, ``level``, ...).
+    """
+    from parvox.distarray import DistArray
+
+    c = get_comm(comm)
+    check_progress(progress)
+    name = os.fspath(source)
+    reader = None
+    error: Exception | None = None
+    try:
+        reader = open_reader(source, format=format, shape=shape, dtype=dtype, offset=offset,
+                             order=order)
+        full = reader.level_shape(level)
+    except Exception as exc:  # raised on every rank by agree
+        error = exc
+    agree(error, f"opening {name}", c)
+    assert reader is not None
+    try:
+        out = DistArray.empty(full, reader.dtype, comm=c, **layout)
+        with progress_bar(progress, len(out.blocks), desc=f"reading {Path(name).name}",
+                          comm=c) as bar:
+            for b in out.blocks:
+                b.core[...] = reader.read_box(b.bounds, level)
+                bar.update()
+    except Exception as exc:
+        error = exc
+    finally:
+        reader.close()
+    agree(error, f"reading {name}", c)
+    return out
+
+
+def _aligned(d: DistArray, unit: tuple[int, ...] | None) -> bool:
+    """Whether every block of ``d`` (every rank's) is a union of whole ``unit`` boxes."""
+    if unit is None:
+        return True
+    ok = all(
+        b.start % u == 0 and (b.stop % u == 0 or b.stop == n)
+        for blk in d.blocks
+        for b, u, n in zip(blk.bounds, unit, d.shape, strict=True)
+    )
+    return bool(min(private_comm(d.comm).allgather(ok)))
+
+
+def _shard_rows(d: DistArray, unit: tuple[int, ...]) -> DistArray:
+    """``d`` redistributed into slabs along axis 0 of ``unit[0]`` planes, whole along the rest
+    (the last slab padded past the end, which is never written)."""
+    from parvox.decomposition import BlockGrid
+    from parvox.redistribution import redistribute
+
+    rows = max(1, -(-d.shape[0] // unit[0]))
+    shape = (rows * unit[0], *d.shape[1:])
+    grid = BlockGrid(shape, (rows,) + (1,) * (d.ndim - 1), (False,) * d.ndim)
+    return redistribute(d, grid=grid)
+
+
+def write(
+    d: DistArray,
+    dest: str | os.PathLike[str],
+    *,
+    format: str | None = None,
+    chunks: Sequence[int] | int | None = None,
+    shards: Sequence[int] | int | None = None,
+    levels: int = 0,
+    codec: str | None = None,
+    spacing: Sequence[float] | None = None,
+    overwrite: bool = False,
+    progress: Progress = False,
+) -> None:
+    """Write ``d`` to ``dest`` in any writable format; collective, published atomically.
+
+    Parameters
+    ----------
+    d : DistArray
+    dest : path
+        The file or folder to create (format from its name, or ``format``).
+    format : str, optional
+        A name of :data:`~parvox.io.registry.FORMATS`.
+    chunks, shards : int or sequence of int, optional
+        Chunk and shard shapes (Zarr, OME-Zarr; ``chunks`` are a store's extents).
+    levels : int
+        Pyramid levels above level 0 (a store).
+    codec : str, optional
+        A store's codec (:mod:`parvox.volume.codecs`).
+    spacing : sequence of float, optional
+        Voxel size (z, y, x) in mm (NIfTI, OME-Zarr, store).
+    overwrite : bool
+        Replace an existing ``dest``.
+    progress : bool or callable
+        Progress over this rank's boxes, reported on rank 0.
+
+    Raises
+    ------
+    AllRanksValueError
+        On every rank, naming the argument: ``dest`` (no directory, exists without
+        ``overwrite``, a shape the format cannot hold), ``format``, ``dtype``, ``chunks``,
+        ``shards``, ``levels``.
+    """
+    from parvox.distarray import DistArray
+
+    if not isinstance(d, DistArray):
+        raise ParameterError("d", f"d: expected a DistArray, got {type(d).__name__}")
+    c = d.comm
+    name = os.fspath(dest)
+    writer_cls: type[ArrayWriter] | None = None
+    options = WriteOptions()
+    error: Exception | None = None
+    try:
+        check_progress(progress)
+        fmt = dest_format(dest, format)
+        if isinstance(levels, bool) or not isinstance(levels, int | np.integer) or levels < 0:
+            raise ParameterError("levels", f"levels: expected an integer >= 0, got {levels!r}")
+        options = WriteOptions(
+            chunks=parse_chunks(chunks, d.shape),
+            shards=parse_chunks(shards, d.shape, "shards", clip=False),
+            spacing=None if spacing is None else tuple(float(s) for s in spacing),
+            levels=int(levels), codec=codec,
+        )
+        if fmt != "store":
+            writer_cls = FORMATS[fmt].writer
+            assert writer_cls is not None
+            writer_cls.check(name, d.shape, d.dtype, options)
+    except Exception as exc:  # raised on every rank by agree
+        error = exc
+    agree(error, f"writing {name}", c)
+    if writer_cls is None:
+        _write_store(d, dest, options, overwrite, progress)
+        return
+    directory = FORMATS[fmt].directory
+    tmp: Path | None = None
+    with root_writes(c, what=f"creating {name}") as mine:
+        if mine:
+            from parvox.io import check_output_path, temp_path
+
+            check_output_path(dest, param="dest", overwrite=overwrite, directory=directory)
+            tmp = temp_path(dest)
+            writer_cls(tmp, d.shape, d.dtype, options).create()
+    tmp = private_comm(c).bcast(tmp, root=0)
+    assert tmp is not None
+    writer = writer_cls(tmp, d.shape, d.dtype, options)
+    try:
+        _fill(d, writer, name, progress)
+        with root_writes(c, what=f"publishing {name}") as mine:
+            if mine:
+                from parvox.io import publish
+
+                writer.finish()
+                publish(tmp, dest)
+    except BaseException:
+        if c.Get_rank() == 0:
+            writer.abort()
+        raise
+
+
+def _fill(d: DistArray, writer: ArrayWriter, name: str, progress: Progress) -> None:
+    """Every rank writes its boxes (after aligning the blocks to the writer's unit)."""
+    c = d.comm
+    src = d if _aligned(d, writer.unit) else _shard_rows(d, writer.unit or d.shape)
+    error: Exception | None = None
+    try:
+        writer.open()
+        with progress_bar(progress, len(src.blocks), desc=f"writing {Path(name).name}",
+                          comm=c) as bar:
+            for b in src.blocks:
+                box = tuple(slice(s.start, min(s.stop, n)) for s, n in zip(b.bounds, d.shape,
+                                                                            strict=True))
+                if all(s.stop > s.start for s in box):
+                    local = tuple(slice(0, s.stop - s.start) for s in box)
+                    writer.write_box(box, b.core[local])
+                bar.update()
+        writer.close()
+    except Exception as exc:  # raised on every rank by agree
+        error = exc
+    agree(error, f"writing {name}", c)
+    writer.build_levels(c, progress)
+
+
+def _write_store(d: DistArray, dest: str | os.PathLike[str], options: WriteOptions,
+                 overwrite: bool, progress: Progress) -> None:
+    """A store through ingest, from a temporary ``.npy`` written in parallel."""
+    from parvox.io import check_output_path, temp_path
+    from parvox.volume.ingest import ingest
+    from parvox.volume.layout import DEFAULT_EXTENT
+
+    c = d.comm
+    name = os.fspath(dest)
+    with root_writes(c, what=f"writing {name}") as mine:
+        if mine:
+            check_output_path(dest, param="dest", overwrite=overwrite, directory=True)
+            if d.ndim not in (3, 4):
+                raise ParameterError("dest", f"{name}: a store holds (z, y, x) or (z, y, x, 3), "
+                                     f"got shape {d.shape}")
+    staged = private_comm(c).bcast(
+        temp_path(Path(name.rstrip("/") + ".npy")) if c.Get_rank() == 0 else None, root=0
+    )
+    try:
+        write(d, staged, format="npy", progress=progress)
+        ingest(staged, dest, extent=(options.chunks or DEFAULT_EXTENT)[:3],
+               spacing=options.spacing, overwrite=overwrite, progress=progress, comm=c,
+               codec=options.codec or "none", levels=options.levels)
+    finally:
+        private_comm(c).Barrier()
+        if c.Get_rank() == 0:
+            Path(staged).unlink(missing_ok=True)
+
