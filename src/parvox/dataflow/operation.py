@@ -30,7 +30,7 @@ Examples
 >>> op.stage_names
 ('square', 'sum')
 >>> float(serial(op, 3))  # the serial reference: the same functions, one process
-83.0
+98.0
 """
 
 from __future__ import annotations
