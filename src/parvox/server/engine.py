@@ -23,6 +23,14 @@ in a pool of threads of its own (the encoders release the GIL), off the merge pa
 next requests are merged while earlier ones are encoded; PNG is :mod:`parvox.server.png` at
 deflate level ``png_level``.
 
+**Placement** (the seed's configuration map, Figure 8): the ``stages`` table of a configuration
+map (:func:`load_stage_map`, :func:`stage_placement`) names the rank running ``extract`` (the
+disk owner by default, or any rank: the read extents travel there) and the ``merge`` (rank 0 by
+default). A merge on rank ``M`` makes the operation hierarchical: rank 0 sends the request to
+``M`` as one token whose stage is the whole split/read/extract/merge operation (its split and
+merge run on ``M``), and ``M`` returns the finished raw slice, so rank 0 keeps only HTTP and
+encoding. Messages to one rank may be coalesced (``coalesce``, ``coalesce_delay``).
+
 Its settings are a :class:`~parvox.server.options.ServerOptions`. Beside the operation it
 holds the request bookkeeping (:mod:`parvox.server.stats`), the overview
 (:mod:`parvox.server.overview`) and, on rank 0, the runtime's watchdog
@@ -46,15 +54,18 @@ Examples
 from __future__ import annotations
 
 import concurrent.futures as cf
+import json
 import os
 import time
-from collections.abc import Callable, Iterator
+import tomllib
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from parvox.dataflow import Dataflow, DataflowError, DataflowTimeout, Operation, Stage, Token
 from parvox.dataflow.liveness import LivenessPolicy
+from parvox.errors import ParameterError
 from parvox.server.imaging import encode_slice
 from parvox.server.options import ServerOptions
 from parvox.server.overview import Overview, overview_planes
@@ -75,7 +86,92 @@ from parvox.volume import DiskMap, VolumeStore
 if TYPE_CHECKING:
     from mpi4py import MPI
 
-__all__ = ["ServerBusy", "SliceService", "overview_planes"]
+__all__ = ["ServerBusy", "SliceService", "load_stage_map", "overview_planes", "stage_placement"]
+
+#: the stages of a slice a configuration map may place
+SERVER_STAGES = ("read", "extract", "merge")
+#: the place of a stage that runs where the token's extents are (the disk owner)
+DISK_OWNER = ("disk-owner", "dest")
+
+
+def stage_placement(stages: Mapping[str, Any] | None, nranks: int) -> tuple[int, dict[str, Any]]:
+    """The merge rank and the dataflow placement of a configuration map's ``stages`` table.
+
+    ``read`` must stay ``"disk-owner"`` (a rank opens only its own disks); ``extract`` is
+    ``"disk-owner"`` or a rank; ``merge`` is a rank (0, the HTTP front end, by default).
+
+    Raises
+    ------
+    ParameterError
+        Naming ``stages.<key>``: an unknown stage (``encode`` runs on rank 0, beside HTTP), a
+        rank outside ``[0, nranks)``, a read away from its disks.
+
+    Examples
+    --------
+    >>> stage_placement({"extract": "disk-owner", "merge": 1}, 2)
+    (1, {})
+    >>> stage_placement({"extract": 0}, 2)
+    (0, {'extract': 0})
+    >>> try:
+    ...     stage_placement({"merge": 2}, 2)
+    ... except ValueError as exc:
+    ...     print(exc.param)
+    stages.merge
+    """
+    if stages is None:
+        return 0, {}
+    if not isinstance(stages, Mapping):
+        raise ParameterError("stages", f"stages must map stage names to ranks, got {stages!r}")
+    merge, placement = 0, {}
+    for key, value in stages.items():
+        name = f"stages.{key}"
+        if key not in SERVER_STAGES:
+            raise ParameterError(name, f"{name}: no such stage; the map places {SERVER_STAGES} "
+                                 "(encoding runs on rank 0, beside HTTP)")
+        owner = isinstance(value, str) and value in DISK_OWNER
+        rank = isinstance(value, int) and not isinstance(value, bool) and 0 <= value < nranks
+        if key == "read" and not owner:
+            raise ParameterError(name, f"{name}: the read runs on its disk's owner ('disk-owner'), "
+                                 f"got {value!r}")
+        if key == "merge" and not rank:
+            raise ParameterError(name, f"{name}: must be a rank in [0, {nranks}), got {value!r}")
+        if key == "extract":
+            if not (owner or rank):
+                raise ParameterError(
+                    name, f"{name}: must be 'disk-owner' or a rank in [0, {nranks}), got {value!r}"
+                )
+            if rank:
+                placement["extract"] = value
+        if key == "merge":
+            merge = value
+    return merge, placement
+
+
+def load_stage_map(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The ``stages`` table of a configuration map file (JSON, or TOML), ``{}`` without one.
+
+    A map with stages lists its disks under ``ranks``::
+
+        {"ranks": {"0": [], "1": [0, 1, 2, 3]}, "stages": {"merge": 0, "extract": 1}}
+    """
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        data = tomllib.loads(text)
+    stages = data.get("stages", {}) if isinstance(data, Mapping) else {}
+    if not isinstance(stages, Mapping):
+        raise ParameterError("stages", f"stages must map stage names to ranks, got {stages!r}")
+    return dict(stages)
+
+
+def _keep(acc: Any, result: Any) -> Any:
+    return result
+
+
+def _nothing(request: Any) -> None:
+    return None
 
 
 class SliceService:
@@ -91,6 +187,9 @@ class SliceService:
     comm : MPI communicator, optional
     disk_map : DiskMap, optional
         Which rank serves which disks (round-robin by default).
+    stages : mapping, optional
+        Which rank runs ``extract`` and the ``merge`` (:func:`stage_placement`); by default
+        the disk owners extract and rank 0 merges.
 
     Attributes
     ----------
@@ -106,6 +205,7 @@ class SliceService:
         options: ServerOptions | None = None,
         comm: MPI.Intracomm | None = None,
         disk_map: DiskMap | None = None,
+        stages: Mapping[str, Any] | None = None,
     ) -> None:
         options = options or ServerOptions()
         self.options = options
@@ -118,18 +218,32 @@ class SliceService:
         self._encoder = cf.ThreadPoolExecutor(
             options.encode_threads, thread_name_prefix="parvox-encode"
         )
-        op = Operation(
-            "slice",
-            split=self._split,
-            stages=(Stage(self._read, "read", queue=2), Stage(self._extract, "extract", queue=2)),
-            merge=self._merge,
-            init=self._init,
-            finish=self._finish,
-        )
         try:
-            self.flow = Dataflow([op], self.comm, window=options.window,
-                                 max_requests=options.max_requests,
-                                 status=lambda: rank_figures(self.source))
+            merge_rank, placement = stage_placement(stages, self.nranks)
+            op = Operation(
+                "slice" if merge_rank == 0 else "slice-parts",
+                split=self._split,
+                stages=(Stage(self._read, "read", queue=2),
+                        Stage(self._extract, "extract", queue=2)),
+                merge=self._merge,
+                init=self._init,
+                finish=self._finish,
+            )
+            #: the rank merging the slices (0 unless the configuration map places the merge)
+            self.merge_rank = merge_rank
+            if merge_rank != 0:  # hierarchical: the whole operation is a stage on merge_rank
+                op = Operation(
+                    "slice", split=lambda request: [Token(merge_rank, request)],
+                    stages=(Stage(op, "merge", threads=options.max_requests),),
+                    merge=_keep, init=_nothing,
+                )
+            self.flow = Dataflow(
+                [op], self.comm, window=options.window, max_requests=options.max_requests,
+                status=lambda: rank_figures(self.source),
+                placement={f"{'slice' if merge_rank == 0 else 'slice-parts'}/{k}": v
+                           for k, v in placement.items()},
+                coalesce=options.coalesce, coalesce_delay=options.coalesce_delay,
+            )
         except BaseException:
             self._encoder.shutdown()
             self.source.close()

@@ -1,0 +1,93 @@
+"""The slice server's stage map and coalescing: the same slices wherever the stages run."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from parvox.errors import ParameterError
+from parvox.server.engine import load_stage_map, stage_placement
+from parvox.server.options import ServerOptions
+from parvox.testing import mpi_test
+
+
+@mpi_test(ranks=(2, 3), timeout=240)
+def test_merge_and_extract_on_ranks_of_their_own_give_the_same_slices():
+    from mpi4py import MPI
+
+    from parvox.server.engine import SliceService
+    from parvox.volume import DiskMap
+    from tests.server.test_engine import _check, _planes, _store
+
+    comm = MPI.COMM_WORLD
+    size = comm.Get_size()
+    last = size - 1
+    for rgb in (False, True):
+        path, vol = _store(rgb=rgb)
+        with SliceService(path, comm=comm) as service:
+            planes = _planes(service.source, 5, seed=4)
+            want = [service.extract(p) for p in planes] if comm.Get_rank() == 0 else None
+        layouts = [
+            # rank 0 keeps HTTP and encoding only: no disks, the merge on the last rank
+            (DiskMap(tuple(1 + d % (size - 1) for d in range(5)), size), {"merge": last},
+             ServerOptions()),
+            (None, {"extract": last, "merge": last, "read": "disk-owner"},
+             ServerOptions(coalesce=4, coalesce_delay=0.001)),
+            (None, {"extract": 0}, ServerOptions(coalesce=8)),
+        ]
+        for dmap, stages, options in layouts:
+            with SliceService(path, options, comm=comm, disk_map=dmap, stages=stages) as service:
+                if comm.Get_rank() == 0:
+                    futures = [service.submit(p) for p in planes]  # several in flight at once
+                    for plane, fut, ref in zip(planes, futures, want, strict=True):
+                        got = fut.result(timeout=60)
+                        np.testing.assert_array_equal(got, ref)  # bit for bit
+                        _check(vol, plane, got)
+                    merge = stages.get("merge", 0)
+                    assert service.merge_rank == merge
+                    if merge:  # rank 0 sent only whole requests, to the merge rank
+                        assert service.flow.max_inflight[merge] >= 1
+                        assert sum(service.flow.max_inflight) == service.flow.max_inflight[merge]
+                comm.Barrier()
+
+
+@pytest.mark.parametrize(
+    ("stages", "key"),
+    [({"encode": 1}, "stages.encode"), ({"merge": 2}, "stages.merge"),
+     ({"merge": "disk-owner"}, "stages.merge"), ({"read": 0}, "stages.read"),
+     ({"extract": -1}, "stages.extract"), ({"extract": "x"}, "stages.extract"),
+     ([1], "stages")],
+)
+def test_bad_stage_maps_name_the_key(stages, key):
+    with pytest.raises(ParameterError) as info:
+        stage_placement(stages, 2)
+    assert info.value.param == key
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "param"),
+    [({"coalesce": 0}, "coalesce"), ({"coalesce": True}, "coalesce"),
+     ({"coalesce_delay": -0.5}, "coalesce_delay"),
+     ({"coalesce_delay": float("nan")}, "coalesce_delay")],
+)
+def test_bad_coalescing_options_name_the_field(kwargs, param):
+    with pytest.raises(ParameterError) as info:
+        ServerOptions(**kwargs)
+    assert info.value.param == param
+
+
+def test_stage_map_file_json_and_toml(tmp_path):
+    from parvox.volume import load_disk_map
+
+    j = tmp_path / "map.json"
+    j.write_text(json.dumps({"ranks": {"0": [], "1": [0, 1, 2]}, "stages": {"merge": 1}}))
+    assert load_stage_map(j) == {"merge": 1}
+    assert load_disk_map(j, 3, 2).disks_of(0) == ()  # the disk map reads the same file
+    t = tmp_path / "map.toml"
+    t.write_text('[ranks]\n0 = [0]\n1 = [1, 2]\n[stages]\nextract = 1\n')
+    assert load_stage_map(t) == {"extract": 1}
+    plain = tmp_path / "plain.json"
+    plain.write_text(json.dumps({"0": [0, 1, 2]}))
+    assert load_stage_map(plain) == {}
