@@ -611,7 +611,8 @@ class Dataflow:
 
     # -- liveness and statistics -------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
-        """This rank's figures: pid, host, busy seconds per stage, tokens done, extras."""
+        """This rank's figures: pid, host, busy seconds per stage, tokens done, messages sent
+        and the MPI sends that carried them (fewer with ``coalesce``), extras."""
         with self._stats_lock:
             busy = dict(self._busy)
             tokens = self._tokens
@@ -621,6 +622,7 @@ class Dataflow:
             "host": socket.gethostname(),
             "busy_s": busy,
             "tokens": tokens,
+            "messages": {"sent": self.messages_sent, "mpi_sends": self.mpi_sends},
         }
         if self._status_fn is not None:
             out.update(self._status_fn())
