@@ -91,3 +91,44 @@ def test_stage_map_file_json_and_toml(tmp_path):
     plain = tmp_path / "plain.json"
     plain.write_text(json.dumps({"0": [0, 1, 2]}))
     assert load_stage_map(plain) == {}
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    from tests.server._helpers import make_store_in_subprocess
+
+    return make_store_in_subprocess(tmp_path_factory.mktemp("placement") / "store")
+
+
+def test_a_served_slice_is_the_same_with_the_merge_on_a_rank_of_its_own(store, tmp_path):
+    """``parvox serve -n 2`` with and without a map putting the merge (and every disk) on rank
+    1 and coalescing: the same npy and PNG bytes; a bad stage map stops the job naming it."""
+    import httpx
+
+    from tests.server._helpers import Server, running_server
+    from tests.server.test_http import QUERIES
+
+    def slices(*args: str) -> tuple[list[bytes], list[dict]]:
+        with running_server(store, 2, *args, logdir=tmp_path) as srv:
+            out = [
+                httpx.get(f"{srv.url}/api/slice?{q}&format={fmt}", timeout=120).content
+                for q in QUERIES for fmt in ("npy", "png")
+            ]
+            return out, httpx.get(f"{srv.url}/api/stats", timeout=30).json()["ranks"]
+
+    want, _ = slices()
+    cfg = tmp_path / "map.json"
+    cfg.write_text(json.dumps({"ranks": {"0": [], "1": [0, 1, 2, 3, 4]},
+                               "stages": {"merge": 1, "extract": "disk-owner"}}))
+    got, ranks = slices("--config", str(cfg), "--coalesce", "4", "--coalesce-delay", "0.001")
+    assert got == want
+    assert ranks[0]["tokens"] == 0  # rank 0 only answers HTTP and encodes
+    assert ranks[1]["messages"]["sent"] > 0
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"ranks": {"0": [0, 1, 2, 3, 4]}, "stages": {"encode": 1}}))
+    srv = Server(store, 2, "--config", str(bad), logdir=tmp_path)
+    try:
+        assert srv.proc.wait(timeout=120) != 0
+        assert "stages.encode" in srv.output()
+    finally:
+        srv.stop()
