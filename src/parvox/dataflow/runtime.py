@@ -4,14 +4,18 @@ Each rank runs, beside its main thread:
 
 * one **communication thread** owning all point-to-point traffic of the runtime on a private
   duplicate of the communicator: it posts the sends queued by other threads (``Isend`` of one
-  coalesced ``uint8`` buffer per token), receives tokens, results and control messages
+  contiguous ``uint8`` buffer per token, or per batch of up to ``coalesce`` tokens and results
+  to one rank), receives tokens, results and control messages
   (``Iprobe`` + ``Recv``; it sleeps briefly when idle rather than spinning) and answers
   heartbeats; message buffers come from the runtime's :class:`~parvox.dataflow.pool.BufferPool`
   and go back to it once sent or handled;
 * for every operation, the **stage threads**: stage 0 is fed by the network (or directly, for
   tokens the rank sends itself), stage ``k + 1`` by a bounded queue filled by stage ``k``, so an
   I/O stage reading the next token overlaps a compute stage working on the previous one; the
-  last stage's result goes back to the origin;
+  last stage's result goes back to the origin; a placed stage (``Stage.rank``, the
+  ``placement`` map) gets the token's payload from the rank of the stage before it, and a stage
+  that is an :class:`~parvox.dataflow.Operation` drives that nested operation from its thread
+  (its own flow-control level, so the outer token never holds a slot the inner tokens need);
 * a pool of **dispatcher threads** on the ranks that start operations: each runs one request's
   ``split`` with flow control -- at most ``window`` tokens in flight per destination rank, a token
   that may go to several ranks going to the one with the fewest in flight (shortest queue) --
