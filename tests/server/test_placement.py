@@ -18,6 +18,7 @@ def test_merge_and_extract_on_ranks_of_their_own_give_the_same_slices():
     from mpi4py import MPI
 
     from parvox.server.engine import SliceService
+    from parvox.server.imaging import encode_slice
     from parvox.volume import DiskMap
     from tests.server.test_engine import _check, _planes, _store
 
@@ -33,7 +34,7 @@ def test_merge_and_extract_on_ranks_of_their_own_give_the_same_slices():
             # rank 0 keeps HTTP and encoding only: no disks, the merge on the last rank
             (DiskMap(tuple(1 + d % (size - 1) for d in range(5)), size), {"merge": last},
              ServerOptions()),
-            (None, {"extract": last, "merge": last, "read": "disk-owner"},
+            (None, {"extract": last, "merge": last, "read": "disk-owner", "encode": last},
              ServerOptions(coalesce=4, coalesce_delay=0.001)),
             (None, {"extract": 0}, ServerOptions(coalesce=8)),
         ]
@@ -45,6 +46,12 @@ def test_merge_and_extract_on_ranks_of_their_own_give_the_same_slices():
                         got = fut.result(timeout=60)
                         np.testing.assert_array_equal(got, ref)  # bit for bit
                         _check(vol, plane, got)
+                    for plane, ref in zip(planes[:2], want, strict=False):  # encoded bytes
+                        for fmt in ("png", "npy"):
+                            body = service.submit_encoded(plane, "auto", fmt).result(timeout=60)
+                            assert body == encode_slice(ref, service.source.meta.dtype, fmt, 90,
+                                                        None, service.options.png_level)
+                    assert service.encode_rank == stages.get("encode", 0)
                     merge = stages.get("merge", 0)
                     assert service.merge_rank == merge
                     if merge:  # rank 0 sent only whole requests, to the merge rank
@@ -55,7 +62,8 @@ def test_merge_and_extract_on_ranks_of_their_own_give_the_same_slices():
 
 @pytest.mark.parametrize(
     ("stages", "key"),
-    [({"encode": 1}, "stages.encode"), ({"merge": 2}, "stages.merge"),
+    [({"encode": 1}, "stages.encode"), ({"merge": 1, "encode": 2}, "stages.encode"),
+     ({"cache": 1}, "stages.cache"), ({"merge": 2}, "stages.merge"),
      ({"merge": "disk-owner"}, "stages.merge"), ({"read": 0}, "stages.read"),
      ({"extract": -1}, "stages.extract"), ({"extract": "x"}, "stages.extract"),
      ([1], "stages")],
@@ -100,9 +108,9 @@ def store(tmp_path_factory):
     return make_store_in_subprocess(tmp_path_factory.mktemp("placement") / "store")
 
 
-def test_a_served_slice_is_the_same_with_the_merge_on_a_rank_of_its_own(store, tmp_path):
-    """``parvox serve -n 2`` with and without a map putting the merge (and every disk) on rank
-    1 and coalescing: the same npy and PNG bytes; a bad stage map stops the job naming it."""
+def test_a_served_slice_is_the_same_with_merge_and_encoding_on_a_rank_of_their_own(store, tmp_path):
+    """``parvox serve -n 2`` with and without a map putting the merge, the encoding and every
+    disk on rank 1, and coalescing: the same npy and PNG bytes; a bad stage map stops the job naming it."""
     import httpx
 
     from tests.server._helpers import Server, running_server
@@ -119,13 +127,15 @@ def test_a_served_slice_is_the_same_with_the_merge_on_a_rank_of_its_own(store, t
     want, _ = slices()
     cfg = tmp_path / "map.json"
     cfg.write_text(json.dumps({"ranks": {"0": [], "1": [0, 1, 2, 3, 4]},
-                               "stages": {"merge": 1, "extract": "disk-owner"}}))
+                               "stages": {"merge": 1, "extract": "disk-owner", "encode": 1}}))
     got, ranks = slices("--config", str(cfg), "--coalesce", "4", "--coalesce-delay", "0.001")
     assert got == want
-    assert ranks[0]["tokens"] == 0  # rank 0 only answers HTTP and encodes
+    assert ranks[0]["tokens"] == 0  # rank 0 only answers HTTP
+    assert ranks[1]["busy_by_stage_s"]["slice/encode"] > 0  # rank 1 encoded
     assert ranks[1]["messages"]["sent"] > 0
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"ranks": {"0": [0, 1, 2, 3, 4]}, "stages": {"encode": 1}}))
+    # (encoding on rank 1 while rank 0 merges)
     srv = Server(store, 2, "--config", str(bad), logdir=tmp_path)
     try:
         assert srv.proc.wait(timeout=120) != 0

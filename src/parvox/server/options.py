@@ -85,7 +85,7 @@ class ServerOptions:
     config: str | None = _field(
         None, "Configuration map (JSON/TOML): which rank serves which disks (round-robin "
         "weighted by front_share without one) and, under 'stages', which rank runs the "
-        "extract stage and the merge.", metavar="MAP",
+        "extract stage, the merge and the encoding.", metavar="MAP",
     )
     cache_bytes: int = _field(
         1 << 30, "LRU extent cache per rank (>= 0; in MiB on the command line).",
@@ -120,7 +120,8 @@ class ServerOptions:
         DEFAULT_PNG_LEVEL, "Deflate level of PNG slices, 0-9 (1: fast; 1-3 ISA-L, 4-9 zlib).", metavar="L"
     )
     encode_threads: int = _field(
-        2, "Threads encoding PNG/JPEG slices on rank 0 (>= 1).", metavar="T"
+        2, "Threads encoding PNG/JPEG slices on the encoding rank (0 unless the stage map "
+        "moves it; >= 1).", metavar="T"
     )
     front_share: float = _field(
         0.6, "Without config: rank 0's share of the disks against 1 for every other rank, "
