@@ -235,6 +235,9 @@ def main(argv: list[str] | None = None) -> int:
         for r, (b, a) in enumerate(zip(before, after, strict=True)):
             print(f"rank {r}: {(a[0] - b[0]) / ok.sum():.0f} minor page faults per slice, "
                   f"CPU {a[1] - b[1]:.1f} s user + {a[2] - b[2]:.1f} s system")
+    sends = [r.get("messages", {}) for r in stats["ranks"]]
+    print("dataflow messages / MPI sends per rank: "
+          + ", ".join(f"{m.get('sent', 0)}/{m.get('mpi_sends', 0)}" for m in sends))
     if args.engine_slices == 0:
         print("engine only: not measured (--engine-slices 0)")
         print("ratio: server/engine slices per s = nan")

@@ -3,8 +3,10 @@
 A parallel operation is a ``split`` function producing tokens, pipelined stages run on the
 rank that owns the data each token names, and a ``merge`` that collects exactly as many results
 as were split. :class:`Dataflow` runs such operations on every rank with threads, bounded
-queues, per-destination flow control and shortest-queue load balancing. See
-``docs/dataflow.md``.
+queues, per-destination flow control and shortest-queue load balancing. A stage may be an
+operation itself (hierarchical composition), a placement map may run a stage on a rank of its
+own (:func:`place`), and messages to one rank may be coalesced (``coalesce``); :func:`serial` is
+the one-process reference run. See ``docs/dataflow.md``.
 
 Examples
 --------
@@ -18,7 +20,8 @@ Examples
 7.0
 """
 
-from parvox.dataflow.operation import Operation, Stage, Token
+from parvox.dataflow.operation import Operation, Stage, Token, serial
+from parvox.dataflow.placement import place
 from parvox.dataflow.runtime import Dataflow, DataflowError, DataflowTimeout
 from parvox.dataflow.wire import pack, unpack
 
@@ -30,5 +33,7 @@ __all__ = [
     "Stage",
     "Token",
     "pack",
+    "place",
+    "serial",
     "unpack",
 ]

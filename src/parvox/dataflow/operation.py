@@ -4,8 +4,11 @@ A parallel operation (the seed's *parallel while*, Figures 4-5) is
 
 * a ``split`` function, run on the rank that starts the operation (the *origin*), turning one
   request into tokens, each naming where it must go;
-* one or more pipelined :class:`Stage` s, all run on the rank the token was sent to, one after the
-  other, each in its own thread(s) fed by a bounded queue (an I/O stage feeding a compute stage);
+* one or more pipelined :class:`Stage` s, run on the rank the token was sent to (or on the rank
+  a stage is placed on: ``Stage(rank=...)``, the seed's configuration map), one after the other,
+  each in its own thread(s) fed by a bounded queue (an I/O stage feeding a compute stage);
+  a stage may itself be an :class:`Operation` (hierarchical composition, seed section 3: its
+  split and merge run on the rank running the stage);
 * a ``merge`` function, run on the origin, called once per token with the last stage's result;
   the operation ends when exactly as many results as tokens have been merged.
 
@@ -26,6 +29,8 @@ Examples
 ... )
 >>> op.stage_names
 ('square', 'sum')
+>>> float(serial(op, 3))  # the serial reference: the same functions, one process
+98.0
 """
 
 from __future__ import annotations
@@ -34,7 +39,9 @@ import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-__all__ = ["Operation", "Stage", "Token"]
+from parvox.errors import ParameterError
+
+__all__ = ["Operation", "Stage", "Token", "nested_operations", "serial"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,9 +85,12 @@ class Stage:
 
     Parameters
     ----------
-    fn : callable
+    fn : callable or Operation
         ``fn(payload) -> payload`` for the next stage (or the result sent to the merge).
         It may release the GIL (I/O, NumPy, numba ``nogil`` kernels) so stages overlap.
+        An :class:`Operation` makes the stage a nested parallel operation: the payload is its
+        request, run (split, stages, merge) from the rank running the stage, and its result
+        is the stage's output.
     name : str
         For statistics and error messages.
     threads : int
@@ -88,22 +98,31 @@ class Stage:
     queue : int
         Capacity of the bounded queue feeding this stage from the previous one (>= 1). The
         first stage is fed by the network and bounded by the split side's window instead.
+    rank : int, optional
+        The rank running this stage for every token (placement); ``None`` (the default): the
+        rank the token was sent to. A token's payload travels to the next stage's rank.
     """
 
-    fn: Callable[[Any], Any]
+    fn: Callable[[Any], Any] | Operation
     name: str = ""
     threads: int = 1
     queue: int = 4
+    rank: int | None = None
 
     def __post_init__(self) -> None:
-        if not callable(self.fn):
-            raise TypeError(f"fn must be callable, got {self.fn!r}")
+        if not (callable(self.fn) or isinstance(self.fn, Operation)):
+            raise TypeError(f"fn must be callable or an Operation, got {self.fn!r}")
+        if self.rank is not None and (
+            isinstance(self.rank, bool) or not isinstance(self.rank, int) or self.rank < 0
+        ):
+            raise ParameterError("rank", f"rank must be None or an integer >= 0, got {self.rank!r}")
         if isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 1:
             raise ValueError(f"threads must be an integer >= 1, got {self.threads!r}")
         if isinstance(self.queue, bool) or not isinstance(self.queue, int) or self.queue < 1:
             raise ValueError(f"queue must be an integer >= 1, got {self.queue!r}")
         if not self.name:
-            object.__setattr__(self, "name", getattr(self.fn, "__name__", "stage"))
+            name = self.fn.name if isinstance(self.fn, Operation) else None
+            object.__setattr__(self, "name", name or getattr(self.fn, "__name__", "stage"))
 
 
 def _empty_list(request: Any) -> list[Any]:
@@ -161,3 +180,48 @@ class Operation:
     def stage_names(self) -> tuple[str, ...]:
         """Names of the stages in pipeline order."""
         return tuple(s.name for s in self.stages)
+
+
+def nested_operations(op: Operation) -> list[Operation]:
+    """The operations nested in ``op``'s stages, depth first (``op`` itself excluded).
+
+    Raises
+    ------
+    ValueError
+        When an operation is nested in itself (the graph must stay acyclic).
+    """
+    out: list[Operation] = []
+
+    def walk(o: Operation, path: tuple[str, ...]) -> None:
+        for s in o.stages:
+            if isinstance(s.fn, Operation):
+                if s.fn.name in path:
+                    raise ValueError(f"operation {s.fn.name!r} is nested in itself")
+                out.append(s.fn)
+                walk(s.fn, (*path, s.fn.name))
+
+    walk(op, (op.name,))
+    return out
+
+
+def serial(op: Operation, request: Any) -> Any:
+    """Run ``op`` on ``request`` in this process, one token after the other: split, every stage
+    (nested operations recursively), merge in split order, finish. The reference a parallel run
+    must equal (up to the merge order, which a commutative merge does not see).
+
+    Examples
+    --------
+    >>> inner = Operation("row-sums", split=lambda a: [Token(0, r) for r in a],
+    ...                   stages=(Stage(sum),), merge=lambda acc, r: acc + [r])
+    >>> outer = Operation("tiles", split=lambda tiles: [Token(0, t) for t in tiles],
+    ...                   stages=(Stage(inner),), merge=lambda acc, r: acc + [r])
+    >>> serial(outer, [[[1, 2], [3]], [[4]]])
+    [[3, 3], [4]]
+    """
+    acc = op.init(request)
+    for tok in op.split(request):
+        value = tok.payload
+        for s in op.stages:
+            value = serial(s.fn, value) if isinstance(s.fn, Operation) else s.fn(value)
+        acc = op.merge(acc, value)
+    return op.finish(acc)

@@ -4,14 +4,18 @@ Each rank runs, beside its main thread:
 
 * one **communication thread** owning all point-to-point traffic of the runtime on a private
   duplicate of the communicator: it posts the sends queued by other threads (``Isend`` of one
-  coalesced ``uint8`` buffer per token), receives tokens, results and control messages
+  contiguous ``uint8`` buffer per token, or per batch of up to ``coalesce`` tokens and results
+  to one rank), receives tokens, results and control messages
   (``Iprobe`` + ``Recv``; it sleeps briefly when idle rather than spinning) and answers
   heartbeats; message buffers come from the runtime's :class:`~parvox.dataflow.pool.BufferPool`
   and go back to it once sent or handled;
 * for every operation, the **stage threads**: stage 0 is fed by the network (or directly, for
   tokens the rank sends itself), stage ``k + 1`` by a bounded queue filled by stage ``k``, so an
   I/O stage reading the next token overlaps a compute stage working on the previous one; the
-  last stage's result goes back to the origin;
+  last stage's result goes back to the origin; a placed stage (``Stage.rank``, the
+  ``placement`` map) gets the token's payload from the rank of the stage before it, and a stage
+  that is an :class:`~parvox.dataflow.Operation` drives that nested operation from its thread
+  (its own flow-control level, so the outer token never holds a slot the inner tokens need);
 * a pool of **dispatcher threads** on the ranks that start operations: each runs one request's
   ``split`` with flow control -- at most ``window`` tokens in flight per destination rank, a token
   that may go to several ranks going to the one with the fewest in flight (shortest queue) --
@@ -53,9 +57,11 @@ import numpy as np
 
 from parvox.comm import ParvoxError, get_comm
 from parvox.dataflow.liveness import LivenessPolicy, Peers, Watchdog
-from parvox.dataflow.operation import Operation, Token
+from parvox.dataflow.operation import Operation, Token, nested_operations
+from parvox.dataflow.placement import check_ranks, place
 from parvox.dataflow.pool import BufferPool
 from parvox.dataflow.wire import pack, unpack
+from parvox.errors import ParameterError
 from parvox.tags import DATAFLOW
 
 if TYPE_CHECKING:
@@ -104,6 +110,7 @@ class _Item:
     seq: int
     origin: int
     payload: Any
+    dest: int  # the rank the split sent the token to (its flow-control slot)
 
 
 _STOP = object()
@@ -156,6 +163,22 @@ class Dataflow:
         ``status() -> dict`` of extra figures this rank reports in heartbeats.
     poll : float
         Longest sleep of the idle communication thread, seconds.
+    placement : mapping, optional
+        Which rank (and how many threads) runs each stage (:func:`~parvox.dataflow.placement.place`:
+        ``{"op/stage": rank}``); by default a stage runs on the rank its token was sent to.
+    coalesce : int
+        Most tokens and results one MPI message carries to one destination (>= 1; 1: one
+        message each). Messages queued for the same rank are sent together.
+    coalesce_delay : float
+        Seconds a message may wait for others to the same rank before it is sent (>= 0; 0:
+        only the messages already queued are coalesced, nothing waits).
+
+    Attributes
+    ----------
+    max_inflight : list of int
+        The most top-level tokens ever in flight to each destination from this rank.
+    mpi_sends, messages_sent : int
+        MPI sends posted and runtime messages (tokens, results, control) they carried.
     """
 
     def __init__(
@@ -166,18 +189,47 @@ class Dataflow:
         max_requests: int = 8,
         status: Callable[[], dict[str, Any]] | None = None,
         poll: float = 0.001,
+        placement: Any = None,
+        coalesce: int = 1,
+        coalesce_delay: float = 0.0,
     ) -> None:
         from mpi4py import MPI
 
-        ops = list(operations)
-        names = [op.name for op in ops]
+        base = get_comm(comm)
+        top = place(operations, placement, base.Get_size())
+        check_ranks(top, base.Get_size())
+        names = [op.name for op in top]
         if len(set(names)) != len(names):
             raise ValueError(f"operations must have unique names, got {names}")
+        # nested operations run on the same runtime: registered too, one flow-control level
+        # per nesting depth (a request waits only on slots of its own level, which its level's
+        # stages release, so a stage waiting on its nested operation cannot starve it)
+        self._level = {op.name: 0 for op in top}
+        ops = list(top)
+        for op in top:
+            for inner in nested_operations(op):
+                depth = self._depth(op, inner.name)
+                if inner.name in self._level:
+                    if all(o.name != inner.name or o == inner for o in ops):
+                        self._level[inner.name] = max(self._level[inner.name], depth)
+                        continue
+                    raise ValueError(f"operations must have unique names, got {inner.name!r} twice")
+                self._level[inner.name] = depth
+                ops.append(inner)
+        if isinstance(coalesce, bool) or not isinstance(coalesce, int) or coalesce < 1:
+            raise ParameterError("coalesce", f"coalesce must be an integer >= 1, got {coalesce!r}")
+        if not (isinstance(coalesce_delay, int | float) and 0 <= coalesce_delay < float("inf")):
+            raise ParameterError(
+                "coalesce_delay", f"coalesce_delay must be >= 0 seconds, got {coalesce_delay!r}"
+            )
+        self.coalesce = coalesce
+        self.coalesce_delay = float(coalesce_delay)
+        self.mpi_sends = 0
+        self.messages_sent = 0
         if isinstance(window, bool) or not isinstance(window, int) or window < 1:
             raise ValueError(f"window must be an integer >= 1, got {window!r}")
         if max_requests < 1:
             raise ValueError(f"max_requests must be >= 1, got {max_requests!r}")
-        base = get_comm(comm)
         if base.Get_size() > 1 and MPI.Query_thread() < MPI.THREAD_MULTIPLE:
             raise ParvoxError(
                 "parvox.dataflow needs MPI_THREAD_MULTIPLE; initialise MPI with "
@@ -196,9 +248,12 @@ class Dataflow:
         # several candidates wait on ``_cond``. All share one lock.
         window_lock = threading.Lock()
         self._cond = threading.Condition(window_lock)
-        self._room = [threading.Condition(window_lock) for _ in range(self.size)]
-        self._inflight = [0] * self.size
-        #: most tokens ever in flight to each destination from this rank
+        nlevels = max(self._level.values()) + 1
+        self._room = [
+            [threading.Condition(window_lock) for _ in range(self.size)] for _ in range(nlevels)
+        ]
+        self._inflight = [[0] * self.size for _ in range(nlevels)]
+        #: most top-level tokens ever in flight to each destination from this rank
         self.max_inflight = [0] * self.size
         self._requests: dict[int, queue.SimpleQueue[Any]] = {}
         self._rids = itertools.count()
@@ -218,7 +273,12 @@ class Dataflow:
         self._threads: list[threading.Thread] = []
         for op in ops:
             qs: list[queue.Queue[Any]] = [queue.Queue()]
-            qs += [queue.Queue(maxsize=s.queue) for s in op.stages[1:]]
+            # a stage that may be fed over the network (it or the one before is placed) has an
+            # unbounded queue: the communication thread must never block (the window bounds it)
+            qs += [
+                queue.Queue(maxsize=0 if s.rank is not None or prev.rank is not None else s.queue)
+                for prev, s in itertools.pairwise(op.stages)
+            ]
             self._queues[op.name] = qs
             for k, stage in enumerate(op.stages):
                 self._busy[f"{op.name}/{stage.name}"] = 0.0
@@ -236,6 +296,17 @@ class Dataflow:
             target=self._comm_loop, name="parvox-dataflow-comm", daemon=True
         )
         self._comm_thread.start()
+
+    @staticmethod
+    def _depth(op: Operation, name: str, at: int = 0) -> int:
+        """The deepest nesting of operation ``name`` under ``op`` (``op`` is depth ``at``)."""
+        best = -1
+        for s in op.stages:
+            if isinstance(s.fn, Operation):
+                if s.fn.name == name:
+                    best = max(best, at + 1)
+                best = max(best, Dataflow._depth(s.fn, name, at + 1))
+        return best
 
     # -- context -------------------------------------------------------------------------------
     def __enter__(self) -> Dataflow:
@@ -265,20 +336,21 @@ class Dataflow:
         """:meth:`submit` and wait for the result."""
         return self.submit(name, request, timeout).result()
 
-    def _pick(self, cands: tuple[int, ...], seq: int) -> int | None:
+    def _pick(self, cands: tuple[int, ...], seq: int, level: int = 0) -> int | None:
         # shortest queue among candidates with room in their window; rotate ties by seq
         best = None
         n = len(cands)
+        inflight = self._inflight[level]
         for i in range(n):
             c = cands[(seq + i) % n]
-            if self._inflight[c] < self.window and (
-                best is None or self._inflight[c] < self._inflight[best]
-            ):
+            if inflight[c] < self.window and (best is None or inflight[c] < inflight[best]):
                 best = c
         return best
 
     def _drive(self, op: Operation, request: Any, timeout: float | None) -> Any:
         rid = next(self._rids)
+        level = self._level[op.name]
+        inflight = self._inflight[level]
         results: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._requests[rid] = results
         acc = op.init(request)
@@ -317,16 +389,17 @@ class Dataflow:
                 dest = None
                 while dest is None:
                     with self._cond:
-                        dest = self._pick(cands, sent)
+                        dest = self._pick(cands, sent, level)
                         if dest is None:
                             left = deadline.left()
-                            room = self._room[cands[0]] if len(cands) == 1 else self._cond
+                            room = self._room[level][cands[0]] if len(cands) == 1 else self._cond
                             room.wait(0.02 if left is None else min(0.02, left))
                         else:
-                            self._inflight[dest] += 1
-                            self.max_inflight[dest] = max(
-                                self.max_inflight[dest], self._inflight[dest]
-                            )
+                            inflight[dest] += 1
+                            if level == 0:
+                                self.max_inflight[dest] = max(
+                                    self.max_inflight[dest], inflight[dest]
+                                )
                     if drain():
                         deadline.restart()
                     if dest is None and deadline.expired():
@@ -335,7 +408,7 @@ class Dataflow:
                             f"{op.name}: no room to send to {who} for {timeout} s "
                             f"({sent - got} of {sent} results missing)"
                         )
-                self._send_token(dest, op.name, rid, sent, tok.payload)
+                self._send_token(_Item(op.name, rid, sent, self.rank, tok.payload, dest), 0)
                 sent += 1
                 drain()
             deadline.restart()
@@ -353,17 +426,25 @@ class Dataflow:
             raise errors[0]
         return op.finish(acc)
 
-    def _send_token(self, dest: int, op: str, rid: int, seq: int, payload: Any) -> None:
-        if dest == self.rank:
-            self._queues[op][0].put(_Item(op, rid, seq, self.rank, payload))
+    def _send_token(self, item: _Item, k: int) -> None:
+        """Send ``item`` to stage ``k`` of its operation, on the rank running that stage."""
+        placed = self.ops[item.op].stages[k].rank
+        to = item.dest if placed is None else placed
+        if to == self.rank:
+            self._queues[item.op][k].put(item)
         else:
-            head = {"op": op, "rid": rid, "seq": seq, "origin": self.rank}
-            self._outbox.put((dest, _TAG_TOKEN, pack(head, payload, self.pool.take)))
+            head = {"op": item.op, "rid": item.rid, "seq": item.seq, "origin": item.origin,
+                    "dest": item.dest, "stage": k}
+            self._outbox.put((to, _TAG_TOKEN, pack(head, item.payload, self.pool.take)))
+            self.pool.give(item.payload)  # an intermediate in a pooled buffer: copied
 
-    def _deliver(self, src: int, rid: int, seq: int, payload: Any, err: Any) -> None:
+    def _deliver(
+        self, op: str, dest: int, src: int, rid: int, seq: int, payload: Any, err: Any
+    ) -> None:
+        level = self._level.get(op, 0)
         with self._cond:
-            self._inflight[src] -= 1
-            self._room[src].notify()
+            self._inflight[level][dest] -= 1
+            self._room[level][dest].notify()
             self._cond.notify_all()
         results = self._requests.get(rid)
         if results is not None:
@@ -382,7 +463,10 @@ class Dataflow:
             t0 = time.perf_counter()
             err = None
             try:
-                out = stage.fn(item.payload)
+                if isinstance(stage.fn, Operation):  # a nested operation, driven from here
+                    out = self._drive(stage.fn, item.payload, None)
+                else:
+                    out = stage.fn(item.payload)
             except Exception as exc:  # reported to the origin, the runtime goes on
                 out, err = None, (stage.name, type(exc).__name__, str(exc))
             with self._stats_lock:
@@ -391,15 +475,19 @@ class Dataflow:
                     self._tokens += 1
             if err is None and not last:
                 item.payload = out
-                qs[k + 1].put(item)
+                nxt = op.stages[k + 1].rank
+                if (item.dest if nxt is None else nxt) == self.rank:
+                    qs[k + 1].put(item)
+                else:
+                    self._send_token(item, k + 1)
             else:
                 self._send_result(item, out, err)
 
     def _send_result(self, item: _Item, out: Any, err: Any) -> None:
         if item.origin == self.rank:
-            self._deliver(self.rank, item.rid, item.seq, out, err)
+            self._deliver(item.op, item.dest, self.rank, item.rid, item.seq, out, err)
             return
-        head = {"rid": item.rid, "seq": item.seq, "err": err}
+        head = {"op": item.op, "dest": item.dest, "rid": item.rid, "seq": item.seq, "err": err}
         try:
             buf = pack(head, out, self.pool.take)
             self.pool.give(out)  # a stage's result in a pooled buffer: copied, reusable
@@ -415,8 +503,27 @@ class Dataflow:
         comm = self.comm
         status = MPI.Status()
         pending: list[tuple[Any, np.ndarray]] = []
+        # coalescing: tokens and results held per destination, with when the first was held
+        held: dict[int, list[tuple[int, np.ndarray]]] = {}
+        since: dict[int, float] = {}
         idle = 0
         waited: tuple[int, int, np.ndarray] | None = None  # what ended the last idle wait
+
+        def post(dest: int, tag: int, buf: np.ndarray) -> None:
+            pending.append((comm.Isend([buf, MPI.BYTE], dest, tag), buf))
+            self.mpi_sends += 1
+
+        def flush(dest: int) -> None:
+            msgs = held.pop(dest)
+            since.pop(dest)
+            if len(msgs) == 1:
+                post(dest, *msgs[0])
+                return
+            head = {"ctl": "batch", "tags": [t for t, _ in msgs]}
+            post(dest, _TAG_CTRL, pack(head, [b for _, b in msgs], self.pool.take))
+            for _, b in msgs:
+                self.pool.give(b)
+
         while True:
             active = False
             while True:
@@ -427,8 +534,19 @@ class Dataflow:
                         dest, tag, buf = self._outbox.get_nowait()
                     except queue.Empty:
                         break
-                pending.append((comm.Isend([buf, MPI.BYTE], dest, tag), buf))
+                self.messages_sent += 1
+                if self.coalesce > 1 and tag != _TAG_CTRL:
+                    held.setdefault(dest, []).append((tag, buf))
+                    since.setdefault(dest, time.monotonic())
+                    if len(held[dest]) >= self.coalesce:
+                        flush(dest)
+                else:
+                    post(dest, tag, buf)
                 active = True
+            if held:
+                now = time.monotonic()
+                for dest in [d for d, t in since.items() if now - t >= self.coalesce_delay]:
+                    flush(dest)
             while comm.Iprobe(MPI.ANY_SOURCE, MPI.ANY_TAG, status):
                 src, tag = status.Get_source(), status.Get_tag()
                 buf = self.pool.take(status.Get_count(MPI.BYTE))
@@ -448,17 +566,21 @@ class Dataflow:
                     else:
                         still.append((r, b))
                 pending = still
-            if self._comm_stop.is_set() and not pending and self._outbox.empty():
+            if self._comm_stop.is_set() and not pending and not held and self._outbox.empty():
                 return
             if active:
                 idle = 0
             else:
                 # Idle: wait for something to send (which ends the wait at once) or until the
                 # next probe, backing off from 50 us to ``poll``. Probing more often than that
-                # cost the busy server a tenth of a core per rank.
+                # cost the busy server a tenth of a core per rank. Held messages bound the wait.
                 idle += 1
+                wait = min(self._poll, 5e-5 * (1 << min(idle, 10)))
+                if since:
+                    due = min(since.values()) + self.coalesce_delay - time.monotonic()
+                    wait = max(min(wait, due), 0.0)
                 try:
-                    waited = self._outbox.get(timeout=min(self._poll, 5e-5 * (1 << min(idle, 10))))
+                    waited = self._outbox.get(timeout=wait) if wait > 0 else None
                 except queue.Empty:
                     pass
 
@@ -466,16 +588,22 @@ class Dataflow:
         head, payload = unpack(buf)
         self.peers.heard(src)
         if tag == _TAG_TOKEN:
-            item = _Item(head["op"], head["rid"], head["seq"], head["origin"], payload)
-            if item.op not in self._queues:
+            item = _Item(head["op"], head["rid"], head["seq"], head["origin"], payload,
+                         head["dest"])
+            k = head["stage"]
+            if item.op not in self._queues or not 0 <= k < len(self._queues[item.op]):
                 self._send_result(item, None, ("(route)", "KeyError", f"no operation {item.op!r}"))
             else:
-                self._queues[item.op][0].put(item)
+                self._queues[item.op][k].put(item)
         elif tag == _TAG_RESULT:
-            self._deliver(src, head["rid"], head["seq"], payload, head["err"])
+            self._deliver(head["op"], head["dest"], src, head["rid"], head["seq"], payload,
+                          head["err"])
         elif tag == _TAG_CTRL:
             kind = head["ctl"]
-            if kind == "ping":
+            if kind == "batch":  # several messages coalesced into one (``coalesce``)
+                for sub_tag, sub in zip(head["tags"], payload, strict=True):
+                    self._on_message(src, sub_tag, sub)
+            elif kind == "ping":
                 self._control(src, "pong", status=self.status())
             elif kind == "pong":
                 self.peers.answered(src, head["status"])
@@ -487,7 +615,8 @@ class Dataflow:
 
     # -- liveness and statistics -------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
-        """This rank's figures: pid, host, busy seconds per stage, tokens done, extras."""
+        """This rank's figures: pid, host, busy seconds per stage, tokens done, messages sent
+        and the MPI sends that carried them (fewer with ``coalesce``), extras."""
         with self._stats_lock:
             busy = dict(self._busy)
             tokens = self._tokens
@@ -497,6 +626,7 @@ class Dataflow:
             "host": socket.gethostname(),
             "busy_s": busy,
             "tokens": tokens,
+            "messages": {"sent": self.messages_sent, "mpi_sends": self.mpi_sends},
         }
         if self._status_fn is not None:
             out.update(self._status_fn())

@@ -122,16 +122,15 @@ def create_app(service: SliceService, max_size: int | None = None) -> Starlette:
         except ValueError as exc:
             return _error(400, str(exc), "level")
         try:
-            fut = service.submit(q.plane, level=level)
+            fut = service.submit_encoded(q.plane, level, q.fmt, q.quality, q.window)
         except ServerBusy as exc:
             return _error(503, f"server busy: {exc}", **{"Retry-After": "1"})
         try:
-            raw = await asyncio.wrap_future(fut)
+            body = await asyncio.wrap_future(fut)  # encoded where the stage map says
         except DataflowTimeout as exc:
             return _error(504, str(exc))
         except DataflowError as exc:
             return _error(500, str(exc))
-        body = await asyncio.wrap_future(service.encode(raw, q.fmt, q.quality, q.window))
         service.count_bytes_out(len(body))
         ms = (time.perf_counter() - t0) * 1e3
         return Response(

@@ -23,6 +23,15 @@ in a pool of threads of its own (the encoders release the GIL), off the merge pa
 next requests are merged while earlier ones are encoded; PNG is :mod:`parvox.server.png` at
 deflate level ``png_level``.
 
+**Placement** (the seed's configuration map, Figure 8): the ``stages`` table of a configuration
+map (:func:`load_stage_map`, :func:`stage_placement`) names the rank running ``extract`` (the
+disk owner by default, or any rank: the read extents travel there), the ``merge`` and the
+``encode`` (rank 0 by default). A merge on rank ``M`` makes the operation hierarchical: rank 0
+sends the request to ``M`` as one token whose stage is the whole split/read/extract/merge
+operation (its split and merge run on ``M``), and ``M`` returns the finished raw slice -- or,
+with ``encode`` on ``M`` too, the PNG/JPEG/NPY bytes (:meth:`SliceService.submit_encoded`), so
+rank 0 keeps only HTTP. Messages to one rank may be coalesced (``coalesce``, ``coalesce_delay``).
+
 Its settings are a :class:`~parvox.server.options.ServerOptions`. Beside the operation it
 holds the request bookkeeping (:mod:`parvox.server.stats`), the overview
 (:mod:`parvox.server.overview`) and, on rank 0, the runtime's watchdog
@@ -46,15 +55,18 @@ Examples
 from __future__ import annotations
 
 import concurrent.futures as cf
+import json
 import os
 import time
-from collections.abc import Callable, Iterator
+import tomllib
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from parvox.dataflow import Dataflow, DataflowError, DataflowTimeout, Operation, Stage, Token
 from parvox.dataflow.liveness import LivenessPolicy
+from parvox.errors import ParameterError
 from parvox.server.imaging import encode_slice
 from parvox.server.options import ServerOptions
 from parvox.server.overview import Overview, overview_planes
@@ -75,7 +87,99 @@ from parvox.volume import DiskMap, VolumeStore
 if TYPE_CHECKING:
     from mpi4py import MPI
 
-__all__ = ["ServerBusy", "SliceService", "overview_planes"]
+__all__ = ["ServerBusy", "SliceService", "load_stage_map", "overview_planes", "stage_placement"]
+
+#: the stages of a slice a configuration map may place
+SERVER_STAGES = ("read", "extract", "merge", "encode")
+#: the place of a stage that runs where the token's extents are (the disk owner)
+DISK_OWNER = ("disk-owner", "dest")
+
+
+def stage_placement(stages: Mapping[str, Any] | None, nranks: int) -> tuple[int, dict[str, Any]]:
+    """The merge rank and the dataflow placement of a configuration map's ``stages`` table.
+
+    ``read`` must stay ``"disk-owner"`` (a rank opens only its own disks); ``extract`` is
+    ``"disk-owner"`` or a rank; ``merge`` is a rank (0, the HTTP front end, by default);
+    ``encode`` is 0 or the merge's rank (the encoder takes the slice where it was merged). The
+    placement returned holds ``extract`` and ``encode`` when they are placed.
+
+    Raises
+    ------
+    ParameterError
+        Naming ``stages.<key>``: an unknown stage, a rank outside ``[0, nranks)``, a read away
+        from its disks, an encoding away from both rank 0 and the merge.
+
+    Examples
+    --------
+    >>> stage_placement({"extract": "disk-owner", "merge": 1, "encode": 1}, 2)
+    (1, {'encode': 1})
+    >>> stage_placement({"extract": 0}, 2)
+    (0, {'extract': 0})
+    >>> try:
+    ...     stage_placement({"merge": 2}, 2)
+    ... except ValueError as exc:
+    ...     print(exc.param)
+    stages.merge
+    """
+    if stages is None:
+        return 0, {}
+    if not isinstance(stages, Mapping):
+        raise ParameterError("stages", f"stages must map stage names to ranks, got {stages!r}")
+    merge, placement = 0, {}
+    for key, value in stages.items():
+        name = f"stages.{key}"
+        if key not in SERVER_STAGES:
+            raise ParameterError(name, f"{name}: no such stage; the map places {SERVER_STAGES}")
+        owner = isinstance(value, str) and value in DISK_OWNER
+        rank = isinstance(value, int) and not isinstance(value, bool) and 0 <= value < nranks
+        if key == "read" and not owner:
+            raise ParameterError(name, f"{name}: the read runs on its disk's owner ('disk-owner'), "
+                                 f"got {value!r}")
+        if key in ("merge", "encode") and not rank:
+            raise ParameterError(name, f"{name}: must be a rank in [0, {nranks}), got {value!r}")
+        if key == "extract":
+            if not (owner or rank):
+                raise ParameterError(
+                    name, f"{name}: must be 'disk-owner' or a rank in [0, {nranks}), got {value!r}"
+                )
+            if rank:
+                placement["extract"] = value
+        if key == "merge":
+            merge = value
+    encode = stages.get("encode", 0)
+    if encode not in (0, merge):
+        raise ParameterError("stages.encode", f"stages.encode: runs on rank 0 or on the merge's "
+                             f"rank ({merge}), got {encode!r}")
+    if encode:
+        placement["encode"] = encode
+    return merge, placement
+
+
+def load_stage_map(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The ``stages`` table of a configuration map file (JSON, or TOML), ``{}`` without one.
+
+    A map with stages lists its disks under ``ranks``::
+
+        {"ranks": {"0": [], "1": [0, 1, 2, 3]}, "stages": {"merge": 0, "extract": 1}}
+    """
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        data = tomllib.loads(text)
+    stages = data.get("stages", {}) if isinstance(data, Mapping) else {}
+    if not isinstance(stages, Mapping):
+        raise ParameterError("stages", f"stages must map stage names to ranks, got {stages!r}")
+    return dict(stages)
+
+
+def _keep(acc: Any, result: Any) -> Any:
+    return result
+
+
+def _nothing(request: Any) -> None:
+    return None
 
 
 class SliceService:
@@ -91,6 +195,9 @@ class SliceService:
     comm : MPI communicator, optional
     disk_map : DiskMap, optional
         Which rank serves which disks (round-robin by default).
+    stages : mapping, optional
+        Which rank runs ``extract`` and the ``merge`` (:func:`stage_placement`); by default
+        the disk owners extract and rank 0 merges.
 
     Attributes
     ----------
@@ -106,6 +213,7 @@ class SliceService:
         options: ServerOptions | None = None,
         comm: MPI.Intracomm | None = None,
         disk_map: DiskMap | None = None,
+        stages: Mapping[str, Any] | None = None,
     ) -> None:
         options = options or ServerOptions()
         self.options = options
@@ -118,18 +226,36 @@ class SliceService:
         self._encoder = cf.ThreadPoolExecutor(
             options.encode_threads, thread_name_prefix="parvox-encode"
         )
-        op = Operation(
-            "slice",
-            split=self._split,
-            stages=(Stage(self._read, "read", queue=2), Stage(self._extract, "extract", queue=2)),
-            merge=self._merge,
-            init=self._init,
-            finish=self._finish,
-        )
         try:
-            self.flow = Dataflow([op], self.comm, window=options.window,
-                                 max_requests=options.max_requests,
-                                 status=lambda: rank_figures(self.source))
+            merge_rank, placement = stage_placement(stages, self.nranks)
+            #: the rank encoding the slices of :meth:`submit_encoded` (0 or ``merge_rank``)
+            self.encode_rank = placement.pop("encode", 0)
+            op = Operation(
+                "slice" if merge_rank == 0 else "slice-parts",
+                split=self._split,
+                stages=(Stage(self._read, "read", queue=2),
+                        Stage(self._extract, "extract", queue=2)),
+                merge=self._merge,
+                init=self._init,
+                finish=self._finish,
+            )
+            #: the rank merging the slices (0 unless the configuration map places the merge)
+            self.merge_rank = merge_rank
+            if merge_rank != 0:  # hierarchical: the whole operation is a stage on merge_rank
+                outer = [Stage(op, "merge", threads=options.max_requests)]
+                if self.encode_rank:  # requests with an encoding leave the merge encoded
+                    outer.append(Stage(self._encode_stage, "encode", options.encode_threads))
+                op = Operation(
+                    "slice", split=lambda request: [Token(merge_rank, request)],
+                    stages=tuple(outer), merge=_keep, init=_nothing,
+                )
+            self.flow = Dataflow(
+                [op], self.comm, window=options.window, max_requests=options.max_requests,
+                status=lambda: rank_figures(self.source),
+                placement={f"{'slice' if merge_rank == 0 else 'slice-parts'}/{k}": v
+                           for k, v in placement.items()},
+                coalesce=options.coalesce, coalesce_delay=options.coalesce_delay,
+            )
         except BaseException:
             self._encoder.shutdown()
             self.source.close()
@@ -149,8 +275,10 @@ class SliceService:
 
     # -- the dataflow operation ------------------------------------------------------------------
     # A request is ``(plane, level)``, the plane in that level's voxel coordinates.
-    def _split(self, request: tuple[Plane, int]) -> Iterator[Token]:
-        plane, level = request
+    # With ``encode`` placed on the merge's rank a request is ``(plane, level, encoding)``, the
+    # encoding ``(fmt, quality, window)`` or None (raw), and the merge's value ``(raw, encoding)``.
+    def _split(self, request: tuple[Any, ...]) -> Iterator[Token]:
+        plane, level = request[:2]
         batch = self.options.batch
         batches = [
             [(keys[s : s + batch], ranges[:, s : s + batch]) for s in range(0, len(keys), batch)]
@@ -174,12 +302,13 @@ class SliceService:
         # in a buffer of the runtime's pool: the runtime gives it back once sent or merged
         return pack_parts(parts, self.source.channels, alloc=self.flow.pool.take)
 
-    def _init(self, request: tuple[Plane, int]) -> tuple[Plane, Any]:
+    def _init(self, request: tuple[Any, ...]) -> tuple[Any, ...]:
         plane = request[0]
         # zoom 1: pixels go straight into the slice's rows; else the parts, merged at the end
-        return plane, (new_rows(plane, self.source.channels) if plane.zoom == 1 else [])
+        into: Any = new_rows(plane, self.source.channels) if plane.zoom == 1 else []
+        return (plane, into) if len(request) == 2 else (plane, into, request[2])
 
-    def _merge(self, acc: tuple[Plane, Any], result: np.ndarray) -> tuple[Plane, Any]:
+    def _merge(self, acc: tuple[Any, ...], result: np.ndarray) -> tuple[Any, ...]:
         into = acc[1]
         if isinstance(into, list):
             into.extend(unpack_parts(result, self.source.channels))
@@ -187,13 +316,24 @@ class SliceService:
             place_message(result, into, self.source.channels)
         return acc
 
-    def _finish(self, acc: tuple[Plane, Any]) -> np.ndarray:
-        plane, into = acc
+    def _finish(self, acc: tuple[Any, ...]) -> Any:
+        plane, into = acc[:2]
         c = self.source.channels
         if isinstance(into, list):
-            return merge_parts(into, plane, c)
-        h, w = plane.size
-        return into.reshape((h, w) if c == 1 else (h, w, c))
+            raw = merge_parts(into, plane, c)
+        else:
+            h, w = plane.size
+            raw = into.reshape((h, w) if c == 1 else (h, w, c))
+        return raw if len(acc) == 2 else (raw, acc[2])
+
+    def _encode_stage(self, merged: tuple[np.ndarray, Any]) -> Any:
+        raw, encoding = merged
+        if encoding is None:
+            return raw
+        fmt, quality, window = encoding
+        body = encode_slice(raw, self.source.meta.dtype, fmt, quality, window,
+                            self.options.png_level)
+        return np.frombuffer(body, dtype=np.uint8)  # bytes travel as an array, not pickled
 
     # -- requests (rank 0) ------------------------------------------------------------------------
     def plane(self, **kwargs: Any) -> Plane:
@@ -221,12 +361,14 @@ class SliceService:
         return self.source.resolve_level(plane, level)
 
     def _submit(
-        self, plane: Plane, record: bool, level: int | str = "auto"
-    ) -> cf.Future[np.ndarray]:
+        self, plane: Plane, record: bool, level: int | str = "auto", encoding: Any = None
+    ) -> cf.Future[Any]:
         """:meth:`submit`; ``record``: count it in the served/failed/latency statistics
         (the overview's own panels are pending requests but not client slices)."""
         k = self.resolve_level(plane, level)
-        request = (plane_at_level(plane, k), k)
+        request: tuple[Any, ...] = (plane_at_level(plane, k), k)
+        if self.encode_rank:
+            request += (encoding,)
         self.requests.admit()
         t0 = time.perf_counter()
         try:
@@ -238,6 +380,38 @@ class SliceService:
             lambda f: self.requests.done(f.exception() is None, time.perf_counter() - t0, record)
         )
         return fut
+
+    def submit_encoded(
+        self, plane: Plane, level: int | str, fmt: str, quality: int = 90,
+        window: tuple[float, float] | None = None,
+    ) -> cf.Future[bytes]:
+        """:meth:`submit` then :meth:`encode`: a future of the slice's encoded bytes, encoded
+        on the rank the stage map names (rank 0's encoding threads by default, else the merge's
+        rank). Raises as :meth:`submit`; the future as :meth:`submit`'s and :meth:`encode`'s."""
+        out: cf.Future[bytes] = cf.Future()
+
+        def fail_or(f: cf.Future[Any], then: Callable[[Any], None]) -> None:
+            exc = f.exception()
+            if exc is not None:
+                out.set_exception(exc)
+            else:
+                try:
+                    then(f.result())
+                except BaseException as err:  # an encoder's failure fails the future
+                    out.set_exception(err)
+
+        if self.encode_rank:
+            fut = self._submit(plane, True, level, (fmt, quality, window))
+            fut.add_done_callback(lambda f: fail_or(f, lambda a: out.set_result(a.tobytes())))
+        else:
+            def encode(raw: np.ndarray) -> None:
+                self.encode(raw, fmt, quality, window).add_done_callback(
+                    lambda g: fail_or(g, out.set_result)
+                )
+
+            fut = self._submit(plane, True, level)
+            fut.add_done_callback(lambda f: fail_or(f, encode))
+        return out
 
     def extract(self, plane: Plane) -> np.ndarray:
         """Extract ``plane`` and wait (rank 0): the raw float32 slice."""

@@ -50,7 +50,7 @@ def run_server(
     """
     from parvox.dataflow import DataflowError, DataflowTimeout
     from parvox.server.app import serve_http
-    from parvox.server.engine import SliceService
+    from parvox.server.engine import SliceService, load_stage_map
     from parvox.server.heap import retain_freed_memory
     from parvox.server.launcher import release_ranks_file, write_ranks_file
     from parvox.volume import VolumeStore, load_disk_map, weighted_disk_map
@@ -62,14 +62,16 @@ def run_server(
     comm = get_comm(comm)
     rank, size = comm.Get_rank(), comm.Get_size()
     opened = VolumeStore(store, disks=())  # the service checks this rank's disks
+    stages = None
     if options.config is not None:
         disk_map = load_disk_map(options.config, opened.meta.ndisks, size)
+        stages = load_stage_map(options.config)
     else:  # rank 0 runs the front end too: it gets front_share of a worker's disks
         weights = [options.front_share if size > 1 else 1.0] + [1.0] * (size - 1)
         disk_map = weighted_disk_map(opened.meta.ndisks, weights)
     if rank != 0:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # rank 0 shuts everyone down
-    service = SliceService(opened, options, comm, disk_map)
+    service = SliceService(opened, options, comm, disk_map, stages)
     ranks = comm.gather((os.getpid(), socket.gethostname()), root=0)
     try:
         if rank == 0:

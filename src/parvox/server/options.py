@@ -83,8 +83,9 @@ class ServerOptions:
     host: str = _field("127.0.0.1", "Address the HTTP server binds.")
     port: int = _field(8000, "TCP port in [0, 65535] (0: any free port).")
     config: str | None = _field(
-        None, "Configuration map (JSON/TOML): which rank serves which disks; round-robin "
-        "weighted by front_share without one.", metavar="MAP",
+        None, "Configuration map (JSON/TOML): which rank serves which disks (round-robin "
+        "weighted by front_share without one) and, under 'stages', which rank runs the "
+        "extract stage, the merge and the encoding.", metavar="MAP",
     )
     cache_bytes: int = _field(
         1 << 30, "LRU extent cache per rank (>= 0; in MiB on the command line).",
@@ -94,6 +95,14 @@ class ServerOptions:
     verify: bool = _field(True, "Verify each extent's checksum when it is read.")
     window: int = _field(4, "Tokens in flight per rank (dataflow flow control, >= 1).")
     batch: int = _field(128, "Extents per token (>= 1).")
+    coalesce: int = _field(
+        1, "Most tokens or results one MPI message carries to one rank (dataflow coalescing, "
+        ">= 1; 1: off).", metavar="N",
+    )
+    coalesce_delay: float = _field(
+        0.0, "Seconds a token or result may wait for others to the same rank before it is "
+        "sent (>= 0; 0: coalesce only what is already queued).", metavar="S",
+    )
     max_pending: int = _field(
         64, "Requests accepted at once, in flight or waiting; more get 503 (>= 1)."
     )
@@ -111,7 +120,8 @@ class ServerOptions:
         DEFAULT_PNG_LEVEL, "Deflate level of PNG slices, 0-9 (1: fast; 1-3 ISA-L, 4-9 zlib).", metavar="L"
     )
     encode_threads: int = _field(
-        2, "Threads encoding PNG/JPEG slices on rank 0 (>= 1).", metavar="T"
+        2, "Threads encoding PNG/JPEG slices on the encoding rank (0 unless the stage map "
+        "moves it; >= 1).", metavar="T"
     )
     front_share: float = _field(
         0.6, "Without config: rank 0's share of the disks against 1 for every other rank, "
@@ -131,7 +141,7 @@ class ServerOptions:
             parse_png_level(self.png_level)
         except ValueError as exc:
             raise ParameterError("png_level", str(exc)) from None
-        for name in ("threads", "window", "batch", "max_pending", "max_requests", "max_size",
+        for name in ("threads", "window", "batch", "coalesce", "max_pending", "max_requests", "max_size",
                      "encode_threads"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -149,6 +159,10 @@ class ServerOptions:
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise ParameterError(name, f"{name} must be > 0, got {value}")
+        if not (math.isfinite(self.coalesce_delay) and self.coalesce_delay >= 0):
+            raise ParameterError(
+                "coalesce_delay", f"coalesce_delay must be >= 0, got {self.coalesce_delay}"
+            )
         if self.config is not None and not os.path.isfile(self.config):
             raise ParameterError("config", f"no such file: {self.config!r}")
 

@@ -147,6 +147,7 @@ class RequestStats:
                     "busy_s": float(sum(st.get("busy_s", {}).values())),
                     "busy_by_stage_s": st.get("busy_s", {}),
                     "tokens": st.get("tokens", 0),
+                    "messages": st.get("messages", {}),
                     "cache": cache,
                     "last_seen_s": 0.0 if r == rank else now - last_seen.get(r, now),
                 }
