@@ -37,7 +37,15 @@ from typing import Any
 import numpy as np
 
 from parvox.cli import UsageError
-from parvox.cli._common import add_in_out, check_in, check_out, plural, slab_layout
+from parvox.cli._common import (
+    add_in_out,
+    check_in,
+    check_out,
+    plural,
+    read_input,
+    slab_layout,
+    write_output,
+)
 from parvox.distarray import MODES, parse_boundary_mode
 
 __all__ = ["HELP", "OPS", "add_arguments", "run", "validate"]
@@ -198,20 +206,20 @@ def run(args: argparse.Namespace) -> int:
 
     from mpi4py import MPI
 
-    from parvox import comm, io
+    from parvox import comm
 
     c = comm.world()
-    shape, dtype = io.image_info(args.input)
+    shape, dtype = check_in(args)
     # halos reach as many blocks as they need: one slab per rank
-    _check_memory(args, shape, np.dtype(io.image_info(args.input)[1]), c)
-    d = io.read_distributed(args.input, comm=c, **slab_layout(shape, c.Get_size(), 1))
+    _check_memory(args, shape, dtype, c)
+    d = read_input(args, c, **slab_layout(shape, c.Get_size(), 1))
     if args.dtype is not None:
         d = d.astype(args.dtype)
     c.Barrier()
     t0 = time.perf_counter()
     out = _apply(d, args)
     seconds = c.allreduce(time.perf_counter() - t0, op=MPI.MAX)
-    io.write_distributed(out, args.output)
+    write_output(out, args)
     if c.Get_rank() == 0:
         print(f"parvox filter: {args.input} {shape} {dtype} -> {_describe(args)} -> "
               f"{args.output} {out.dtype}, {plural(c.Get_size(), 'rank')}, {seconds:.3f} s",
