@@ -81,42 +81,44 @@ def _is_png(path: str) -> bool:
     return path.rstrip("/").lower().endswith(".png")
 
 
-def check_in(args: argparse.Namespace) -> tuple[tuple[int, ...], np.dtype]:
-    """Check ``IN`` (recognised, readable, ``--level`` one of its levels); return the shape and
-    dtype of the level read.
+def check_in(args: argparse.Namespace, attr: str = "input",
+             param: str = "IN") -> tuple[tuple[int, ...], np.dtype]:
+    """Check the input ``args.<attr>`` (recognised, readable, ``--level`` one of its levels);
+    return the shape and dtype of the level read.
 
-    Raises :class:`parvox.cli.UsageError` naming ``IN`` or ``--level``.
+    Raises :class:`parvox.cli.UsageError` naming ``param`` (``IN``) or ``--level``.
     """
     from parvox.cli import UsageError
 
     level = getattr(args, "level", 0)
-    if _is_png(args.input):
+    source = getattr(args, attr)
+    if _is_png(source):
         try:
-            shape, dtype = io.image_info(args.input)
+            shape, dtype = io.image_info(source)
         except ValueError as exc:
-            raise UsageError("IN", str(exc)) from None
+            raise UsageError(param, str(exc)) from None
         if level != 0:
-            raise UsageError("--level", f"{args.input} has one level (0), got {level}")
+            raise UsageError("--level", f"{source} has one level (0), got {level}")
     else:
         try:
-            reader = io.open_reader(args.input)
+            reader = io.open_reader(source)
         except ValueError as exc:
-            raise UsageError("IN", str(exc)) from None
+            raise UsageError(param, str(exc)) from None
         try:
             if not 0 <= level < reader.levels:
                 raise UsageError(
-                    "--level", f"must be in [0, {reader.levels - 1}] for {args.input} "
+                    "--level", f"must be in [0, {reader.levels - 1}] for {source} "
                     f"({plural(reader.levels, 'level')}), got {level}"
                 )
             shape, dtype = tuple(reader.level_shape(level)), np.dtype(reader.dtype)
         except UsageError:
             raise
         except ValueError as exc:
-            raise UsageError("IN", f"{args.input}: {exc}") from None
+            raise UsageError(param, f"{source}: {exc}") from None
         finally:
             reader.close()
     if len(shape) == 0:
-        raise UsageError("IN", f"{args.input}: a 0-d array is not an image")
+        raise UsageError(param, f"{source}: a 0-d array is not an image")
     return shape, dtype
 
 
