@@ -116,3 +116,27 @@ def test_bad_inputs_are_refused_in_one_line(tmp_path, capsys):
     assert cli.main(["filter", str(tmp_path / "img.npy"), str(tmp_path / "exists.npy"),
                      "--op", "median", "--overwrite"]) == 0
     assert np.load(tmp_path / "exists.npy").shape == (9, 8)
+
+
+def test_export_ingest_pyramid_take_every_format(tmp_path):
+    from parvox.volume import VolumeStore
+
+    vol = (_volume() * 1000).astype(np.uint16)
+    src = tmp_path / "in.ome.zarr"
+    _write_ome(src, vol, levels=1)
+    level1 = _read(src, level=1)
+    for fmt, name in [("ome-zarr-0.4", "a"), ("zarr", "b"), ("tiff-folder", "c"),
+                      ("nifti", "d.nii"), ("npy", "e.npy")]:
+        assert cli.main(["export", str(src), str(tmp_path / name), "--format", fmt,
+                         "--level", "1", "--no-progress"]) == 0, fmt
+        np.testing.assert_array_equal(_read(tmp_path / name), level1)
+    assert cli.main(["ingest", str(src), str(tmp_path / "s"), "--disks", "2", "--level", "1",
+                     "--no-progress"]) == 0
+    np.testing.assert_array_equal(VolumeStore(tmp_path / "s").read_volume(), level1)
+    np.save(tmp_path / "v.npy", vol)
+    assert cli.main(["pyramid", str(tmp_path / "v.npy"), str(tmp_path / "p.ome.zarr"),
+                     "--levels", "2", "--no-progress"]) == 0
+    from parvox.io import open_reader
+
+    assert open_reader(tmp_path / "p.ome.zarr").levels == 3
+    np.testing.assert_array_equal(_read(tmp_path / "p.ome.zarr"), vol)
