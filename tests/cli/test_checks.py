@@ -12,20 +12,15 @@ import scipy.ndimage as ndi
 import parvox.cli as cli
 from parvox.io import read_image, write_image
 
+from ._helpers import refused
+
 
 def _run(argv, capsys):
     code = cli.main([str(a) for a in argv])
     return code, capsys.readouterr().out
 
 
-def _refused(argv, capsys):
-    """The one error line of a command refused with exit code 2."""
-    with pytest.raises(SystemExit) as info:
-        cli.main([str(a) for a in argv])
-    assert info.value.code == 2
-    lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 1, lines
-    return lines[0]
+_refused = refused
 
 
 def _no_work(monkeypatch, *names):

@@ -8,7 +8,8 @@ import pytest
 import scipy.ndimage as ndi
 
 import parvox.cli as cli
-from tests.cli._helpers import check_ok, run_parvox
+
+from ._helpers import check_ok, refused, run_parvox
 
 
 def _volume() -> np.ndarray:
@@ -78,39 +79,30 @@ def test_format_picks_the_output_format(tmp_path):
     np.testing.assert_array_equal(_read(out), vol)
 
 
-def _refused(argv, capsys):
-    with pytest.raises(SystemExit) as info:
-        cli.main([str(a) for a in argv])
-    assert info.value.code == 2
-    lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 1, lines
-    return lines[0]
-
-
 def test_bad_inputs_are_refused_in_one_line(tmp_path, capsys):
     vol = _volume()
     src = tmp_path / "in.ome.zarr"
     _write_ome(src, vol, levels=1)
     before = sorted(p.name for p in tmp_path.iterdir())
-    line = _refused(["filter", tmp_path / "missing.npy", tmp_path / "o.npy", "--op", "median"],
+    line = refused(["filter", tmp_path / "missing.npy", tmp_path / "o.npy", "--op", "median"],
                     capsys)
     assert "argument IN" in line and "missing.npy" in line
-    line = _refused(["filter", src, tmp_path / "o", "--op", "median", "--format", "nope"],
+    line = refused(["filter", src, tmp_path / "o", "--op", "median", "--format", "nope"],
                     capsys)
     assert "argument --format" in line and "nope" in line
-    line = _refused(["label", src, tmp_path / "o.npy", "--level", "9"], capsys)
+    line = refused(["label", src, tmp_path / "o.npy", "--level", "9"], capsys)
     assert "argument --level" in line and "[0, 1]" in line
     np.save(tmp_path / "img.npy", np.zeros((9, 8), np.uint8))
-    line = _refused(["filter", tmp_path / "img.npy", tmp_path / "o.png", "--op", "median",
+    line = refused(["filter", tmp_path / "img.npy", tmp_path / "o.png", "--op", "median",
                      "--levels", "2"], capsys)
     assert "argument --levels" in line
-    line = _refused(["filter", tmp_path / "img.npy", tmp_path / "o.npy", "--op", "median",
+    line = refused(["filter", tmp_path / "img.npy", tmp_path / "o.npy", "--op", "median",
                      "--levels", "2"], capsys)
     assert "argument --levels" in line
     after = sorted(p.name for p in tmp_path.iterdir())
     assert after == sorted([*before, "img.npy"])
     np.save(tmp_path / "exists.npy", np.zeros(3))
-    line = _refused(["filter", tmp_path / "img.npy", tmp_path / "exists.npy", "--op", "median"],
+    line = refused(["filter", tmp_path / "img.npy", tmp_path / "exists.npy", "--op", "median"],
                     capsys)
     assert "argument OUT" in line and "--overwrite" in line
     assert cli.main(["filter", str(tmp_path / "img.npy"), str(tmp_path / "exists.npy"),

@@ -25,6 +25,7 @@ __all__ = [
     "add_output_options",
     "check_in",
     "check_out",
+    "convert",
     "plural",
     "read_input",
     "slab_layout",
@@ -184,6 +185,15 @@ def read_input(args: argparse.Namespace, comm: Any, **layout: Any) -> Any:
     if _is_png(args.input):
         return io.read_distributed(args.input, comm=comm, **layout)
     return io.read(args.input, level=getattr(args, "level", 0), comm=comm, **layout)
+
+
+def convert(args: argparse.Namespace, comm: Any) -> tuple[int, ...]:
+    """Read ``IN`` (``--level``) in slabs along z and write it to ``OUT`` (``--format``,
+    ``--levels``); collective. Returns the shape."""
+    shape, _ = check_in(args)
+    d = read_input(args, comm, axis=0, nblocks=max(1, min(comm.Get_size(), shape[0])))
+    write_output(d, args)
+    return shape
 
 
 def write_output(d: Any, args: argparse.Namespace) -> None:

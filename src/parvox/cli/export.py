@@ -25,9 +25,8 @@ from parvox.cli._common import (
     add_input_options,
     check_in,
     check_out,
-    read_input,
+    convert,
     writable_formats,
-    write_output,
 )
 from parvox.cli._volume_args import store_manifest
 
@@ -92,12 +91,10 @@ def run(args: argparse.Namespace) -> int:
             n = store_manifest(args.input).nlevels - 1 if args.levels is None else args.levels
             print(f"parvox export: wrote {out} (OME-Zarr 0.4, levels 0..{n})")
         return 0
-    shape, _ = check_in(args)
-    d = read_input(args, c, axis=0, nblocks=max(1, min(c.Get_size(), shape[0])))
-    write_output(d, args)
+    shape = convert(args, c)
     if c.Get_rank() == 0:
         print(f"parvox export: wrote {args.output} ({check_out_format(args)}, shape "
-              f"{'x'.join(map(str, d.shape))}, levels 0..{args.levels or 0})")
+              f"{'x'.join(map(str, shape))}, levels 0..{args.levels or 0})")
     return 0
 
 

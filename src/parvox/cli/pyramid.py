@@ -12,9 +12,8 @@ from parvox.cli._common import (
     add_input_options,
     check_in,
     check_out,
+    convert,
     plural,
-    read_input,
-    write_output,
 )
 from parvox.cli._volume_args import check_disk_map, store_manifest
 
@@ -75,9 +74,7 @@ def run(args: argparse.Namespace) -> int:
 
     c = comm.world()
     if args.output is not None:
-        shape, _ = check_in(args, "input", "STORE")
-        d = read_input(args, c, axis=0, nblocks=max(1, min(c.Get_size(), shape[0])))
-        write_output(d, args)
+        shape = convert(args, c)
         if c.Get_rank() == 0:
             print(f"parvox pyramid: {args.output}: {plural(args.levels, 'level')} above "
                   f"{'x'.join(map(str, shape))}")
