@@ -132,3 +132,15 @@ def test_export_ingest_pyramid_take_every_format(tmp_path):
 
     assert open_reader(tmp_path / "p.ome.zarr").levels == 3
     np.testing.assert_array_equal(_read(tmp_path / "p.ome.zarr"), vol)
+
+
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_fft_reads_an_ome_zarr_level_and_writes_zarr(tmp_path, ranks):
+    vol = _volume()
+    _write_ome(tmp_path / "in.ome.zarr", vol, levels=1)
+    level1 = _read(tmp_path / "in.ome.zarr", level=1)
+    check_ok(run_parvox("fft", str(tmp_path / "in.ome.zarr"), str(tmp_path / "f.zarr"),
+                        "--level", "1", "-n", str(ranks)))
+    got = _read(tmp_path / "f.zarr")
+    assert got.dtype == np.complex64
+    np.testing.assert_allclose(got, np.fft.fftn(level1), rtol=1e-4, atol=1e-3)

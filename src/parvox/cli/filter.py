@@ -15,8 +15,11 @@ The result equals the ``scipy.ndimage`` function applied to the whole array, bit
 
 As in scipy, filters keep the input's dtype, the binary operations give ``bool`` and the
 distance ``float64``; ``--dtype float32`` converts the input first (useful for ``sobel`` of an
-8-bit PNG, whose uint8 result would wrap). PNG output holds integers and booleans only, so a
-float result must go to ``.npy`` or ``.tif``; that is checked before anything runs. Rank 0
+8-bit PNG, whose uint8 result would wrap). IN and OUT take every format of :mod:`parvox.io`
+(a store, Zarr, OME-Zarr, TIFF files and folders, NIfTI, ``.npy``, ``.png``; ``--level K`` of a
+multiscale IN; OUT's format from its name or ``--format``, ``--levels L`` for a store or
+OME-Zarr). PNG output holds integers and booleans only, so a float result must go to another
+format; that is checked before anything runs. Rank 0
 prints one summary line: input, operation, shape, output, ranks and the filter's time.
 
 Examples
@@ -27,6 +30,7 @@ Examples
     $ parvox filter volume.npy med.npy --op median --size 5 --mode nearest -n 4
     $ parvox filter mask.png open.png --op binary_opening --iterations 3 -n 4
     $ parvox filter mask.png dist.npy --op distance -n 4
+    $ parvox filter in.ome.zarr smooth.store --op gaussian --sigma 2 --levels 3 -n 4
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@
 The foreground is every nonzero voxel, or with ``--threshold T`` every voxel whose value is
 greater than ``T``. The labels, their numbering included, equal ``scipy.ndimage.label`` of the
 foreground with the structure ``scipy.ndimage.generate_binary_structure(ndim, connectivity)``
-(connectivity 1 = faces only, the scipy default; ``ndim`` = every neighbour). Labels are written
-as int32 to ``.npy`` and ``.tif``; a ``.png`` output holds them as 16-bit grey, so it needs a 2-D
+(connectivity 1 = faces only, the scipy default; ``ndim`` = every neighbour). IN and OUT take
+every format of :mod:`parvox.io` (``--level``, ``--format``, ``--levels`` as for ``filter``).
+Labels are written as int32; a ``.png`` output holds them as 16-bit grey, so it needs a 2-D
 image and at most 65535 components. IN must be grey: an RGB(A) PNG is refused before any work
 (convert it to grey first). The number of components is printed, and, when IN is not binary
 (values other than 0 and one foreground value) and no ``--threshold`` was given, how it was
