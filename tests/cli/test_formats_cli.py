@@ -144,3 +144,17 @@ def test_fft_reads_an_ome_zarr_level_and_writes_zarr(tmp_path, ranks):
     got = _read(tmp_path / "f.zarr")
     assert got.dtype == np.complex64
     np.testing.assert_allclose(got, np.fft.fftn(level1), rtol=1e-4, atol=1e-3)
+
+
+def test_npy_tif_png_are_written_as_before(tmp_path):
+    """.npy/.tif/.png keep their writers: a bool TIFF (which the registry's TIFF writer refuses)
+    from a binary operation on an OME-Zarr input."""
+    from parvox.io import read_image
+
+    mask = _volume() > 0.5
+    _write_ome(tmp_path / "m.ome.zarr", mask.astype(np.uint8))
+    assert cli.main(["filter", str(tmp_path / "m.ome.zarr"), str(tmp_path / "o.tif"),
+                     "--op", "binary_erosion"]) == 0
+    got = read_image(tmp_path / "o.tif")
+    assert got.dtype == np.bool_
+    np.testing.assert_array_equal(got, ndi.binary_erosion(mask))

@@ -11,6 +11,7 @@ IN is recognised by path and content (:func:`parvox.io.registry.source_format`: 
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 import numpy as np
@@ -82,6 +83,14 @@ def _is_png(path: str) -> bool:
     return path.rstrip("/").lower().endswith(".png")
 
 
+def _is_image(path: str) -> bool:
+    """A ``.npy``/``.tif``/``.tiff``/``.png`` file: read and written as before the formats of
+    :mod:`parvox.io.registry` (:func:`parvox.io.read_distributed`, :func:`parvox.io.write_distributed`:
+    bool and complex TIFF, RGB PNG)."""
+    return os.path.splitext(path.rstrip("/"))[1].lower() in io.EXTENSIONS and \
+        not os.path.isdir(path)
+
+
 def check_in(args: argparse.Namespace, attr: str = "input",
              param: str = "IN") -> tuple[tuple[int, ...], np.dtype]:
     """Check the input ``args.<attr>`` (recognised, readable, ``--level`` one of its levels);
@@ -93,7 +102,7 @@ def check_in(args: argparse.Namespace, attr: str = "input",
 
     level = getattr(args, "level", 0)
     source = getattr(args, attr)
-    if _is_png(source):
+    if _is_image(source):
         try:
             shape, dtype = io.image_info(source)
         except ValueError as exc:
@@ -144,11 +153,12 @@ def check_out(
                                      f"{', '.join(writable_formats())}")
     if levels < 0:
         raise UsageError("--levels", f"must be >= 0, got {levels}")
-    if fmt_arg == "png" or (fmt_arg is None and _is_png(args.output)):
+    if fmt_arg == "png" or (fmt_arg is None and _is_image(args.output) and
+                            (levels == 0 or _is_png(args.output))):
         if levels:
             raise UsageError("--levels", f"{args.output}: PNG has no pyramid levels; "
                                          f"levels are for {', '.join(LEVELLED)}")
-        if not _is_png(args.output):
+        if fmt_arg == "png" and not _is_png(args.output):
             raise UsageError("OUT", f"{args.output}: a PNG output must end in .png")
         try:
             return io.check_writable(args.output, dtype, shape, param="OUT", overwrite=overwrite)
@@ -182,7 +192,7 @@ def check_out(
 
 def read_input(args: argparse.Namespace, comm: Any, **layout: Any) -> Any:
     """Read ``IN`` (level ``--level``) into a DistArray of ``layout``; collective."""
-    if _is_png(args.input):
+    if _is_image(args.input):
         return io.read_distributed(args.input, comm=comm, **layout)
     return io.read(args.input, level=getattr(args, "level", 0), comm=comm, **layout)
 
@@ -200,10 +210,11 @@ def write_output(d: Any, args: argparse.Namespace) -> None:
     """Write ``d`` to ``OUT`` in its format, with ``--levels``; collective, published atomically.
     """
     fmt = getattr(args, "format", None)
-    if fmt == "png" or (fmt is None and _is_png(args.output)):
+    levels = getattr(args, "levels", 0) or 0
+    if fmt == "png" or (fmt is None and _is_image(args.output) and levels == 0):
         io.write_distributed(d, args.output)
         return
-    io.write(d, args.output, format=fmt, levels=getattr(args, "levels", 0) or 0,
+    io.write(d, args.output, format=fmt, levels=levels,
              overwrite=bool(getattr(args, "overwrite", False)))
 
 
