@@ -75,3 +75,15 @@ def ranks_that_ran(ranks_log: str | os.PathLike[str]) -> list[tuple[int, int]]:
         return []
     with open(path) as fh:
         return sorted(tuple(int(x) for x in line.split()) for line in fh if line.strip())
+
+
+def refused(argv: Sequence[object], capsys: pytest.CaptureFixture[str]) -> str:
+    """The one error line of ``parvox ARGV`` (in this process) refused with exit code 2."""
+    import parvox.cli as cli
+
+    with pytest.raises(SystemExit) as info:
+        cli.main([str(a) for a in argv])
+    assert info.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1, lines
+    return lines[0]

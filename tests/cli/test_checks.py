@@ -12,20 +12,15 @@ import scipy.ndimage as ndi
 import parvox.cli as cli
 from parvox.io import read_image, write_image
 
+from ._helpers import refused
+
 
 def _run(argv, capsys):
     code = cli.main([str(a) for a in argv])
     return code, capsys.readouterr().out
 
 
-def _refused(argv, capsys):
-    """The one error line of a command refused with exit code 2."""
-    with pytest.raises(SystemExit) as info:
-        cli.main([str(a) for a in argv])
-    assert info.value.code == 2
-    lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 1, lines
-    return lines[0]
+_refused = refused
 
 
 def _no_work(monkeypatch, *names):
@@ -43,7 +38,8 @@ def _no_work(monkeypatch, *names):
 
 # ---------------------------------------------------------------- outputs, before any work
 def test_fft_to_png_is_refused_before_the_transform_naming_out(tmp_path, capsys, monkeypatch):
-    _no_work(monkeypatch, "parvox.fft:irfftn", "parvox.fft:rfftn", "parvox.io:read_distributed")
+    _no_work(monkeypatch, "parvox.fft:irfftn", "parvox.fft:rfftn", "parvox.io:read_distributed",
+             "parvox.io:read")
     np.save(tmp_path / "spec.npy", np.fft.rfftn(np.ones((6, 5, 8))))
     line = _refused(["fft", tmp_path / "spec.npy", tmp_path / "x.png", "--real", "--inverse"],
                     capsys)
@@ -54,7 +50,7 @@ def test_fft_to_png_is_refused_before_the_transform_naming_out(tmp_path, capsys,
 
 
 def test_filter_checks_what_png_can_hold_before_filtering(tmp_path, capsys, monkeypatch):
-    _no_work(monkeypatch, "parvox.io:read_distributed")
+    _no_work(monkeypatch, "parvox.io:read_distributed", "parvox.io:read")
     np.save(tmp_path / "v.npy", np.zeros((4, 5, 6), np.uint8))  # 3-D: no PNG
     line = _refused(["filter", tmp_path / "v.npy", tmp_path / "o.png", "--op", "median"], capsys)
     assert "argument OUT" in line and "(y, x)" in line
@@ -105,7 +101,8 @@ def test_an_existing_output_needs_overwrite(tmp_path, capsys):
 
 # ---------------------------------------------------------------- label's input
 def test_label_refuses_a_colour_png_before_any_work(tmp_path, capsys, monkeypatch):
-    _no_work(monkeypatch, "parvox.io:read_distributed", "parvox.ndimage:label")
+    _no_work(monkeypatch, "parvox.io:read_distributed", "parvox.io:read",
+             "parvox.ndimage:label")
     write_image(tmp_path / "rgb.png", np.zeros((9, 7, 3), np.uint8))
     line = _refused(["label", tmp_path / "rgb.png", tmp_path / "o.png"], capsys)
     assert line.startswith("parvox label: error: argument IN: ") and "colour" in line

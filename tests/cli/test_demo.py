@@ -59,3 +59,22 @@ def test_make_cells_is_deterministic_and_has_cells():
     assert not np.array_equal(a, make_cells(96, seed=4))
     _, n = ndi.label(ndi.gaussian_filter(a.astype(float), 2) > a.mean() + a.std())
     assert n >= 2
+
+
+@pytest.mark.parametrize("nprocs", [1, 2])
+def test_demo_takes_an_input_in_any_format(tmp_path, nprocs):
+    from parvox import io
+    from parvox.distarray import DistArray
+
+    image = make_cells(96, seed=0)
+    io.write(DistArray.from_global(image), tmp_path / "in.zarr", chunks=(32, 32))
+    out = tmp_path / "out"
+    proc = run_parvox("demo", "--input", str(tmp_path / "in.zarr"), "--out", str(out),
+                      "-n", str(nprocs))
+    check_ok(proc)
+    a = image.astype(np.float64)
+    filt = ndi.gaussian_filter((a - a.min()) / (a.max() - a.min()), 2.0)
+    labels, n = ndi.label(filt > filt.mean() + filt.std())
+    assert np.array_equal(read_image(out / "input.png"), image)
+    _assert_one_colour_per_component(read_image(out / "labels.png"), labels, n)
+    assert f"components: {n}" in proc.stdout and "96x96 image" in proc.stdout

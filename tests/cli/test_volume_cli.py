@@ -173,7 +173,7 @@ def test_levels_codec_pyramid_export(tmp_path, capsys):
         (["pyramid", omz, "--levels", "1"], "STORE"),
         (["export", store, tmp_path / "x.ome.zarr", "--levels", "4"], "--levels"),
         (["export", store, omz], "OUT"),
-        (["export", store, tmp_path / "x.npy"], "OUT"),
+        (["export", store, tmp_path / "x.foo"], "OUT"),
         (["phantom", tmp_path / "q", "--shape", "4,4,4", "--levels", "3"], "--levels"),
         (["phantom", tmp_path / "q", "--shape", "4,4,4", "--codec", "lz4"], "--codec"),
         (["phantom", tmp_path / "q.npy", "--shape", "4,4,4", "--levels", "1"], "--levels"),

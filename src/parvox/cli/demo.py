@@ -32,7 +32,7 @@ import numpy as np
 
 from parvox import io
 from parvox.cli import UsageError
-from parvox.cli._common import plural, slab_layout
+from parvox.cli._common import add_input_options, check_in, plural, read_input, slab_layout
 
 __all__ = ["HELP", "add_arguments", "colour_labels", "make_cells", "run", "validate"]
 
@@ -47,15 +47,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--sigma", type=float, default=2.0, help="Gaussian sigma (default 2)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic image")
+    parser.add_argument("--input", default=None, metavar="IN",
+                        help="run on this 2-D grey image instead of a synthetic one (any input "
+                             "format: .png, .npy, .tif, a Zarr or OME-Zarr array, ...)")
+    add_input_options(parser)
 
 
 def validate(args: argparse.Namespace) -> None:
     """Check the command line without touching MPI; raise :class:`UsageError`."""
-    if not 32 <= args.size <= 16384:
+    if args.input is None and not 32 <= args.size <= 16384:
         raise UsageError("--size", f"must be in 32..16384, got {args.size}")
     if not np.isfinite(args.sigma) or args.sigma <= 0:
         raise UsageError("--sigma", f"must be a finite number > 0, got {args.sigma}")
     io.check_output_path(args.out, param="--out", directory=True)
+    if args.input is not None:
+        shape, dtype = check_in(args, "input", "--input")
+        if len(shape) != 2 or dtype.kind not in "biuf":
+            raise UsageError("--input", f"{args.input}: a 2-D grey image of numbers is needed, "
+                                        f"got shape {shape} {dtype}")
+        args.size = shape[0]
+    elif args.level != 0:
+        raise UsageError("--level", "only an --input image has levels")
 
 
 def make_cells(size: int, seed: int = 0) -> np.ndarray:
@@ -120,6 +132,13 @@ def _to_uint8(a: np.ndarray) -> np.ndarray:
     return np.clip(np.rint(a * 255.0), 0, 255).astype(np.uint8)
 
 
+def _picture(image: np.ndarray, normalised: np.ndarray) -> np.ndarray:
+    """The input as a PNG holds it: itself when 8/16-bit or bool, else its normalised 8 bits."""
+    if image.dtype in (np.uint8, np.uint16, np.bool_):
+        return image
+    return _to_uint8(normalised)
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the pipeline on every rank; rank 0 writes the PNGs and prints the table."""
     from parvox import comm, io, ndimage
@@ -128,14 +147,21 @@ def run(args: argparse.Namespace) -> int:
     c = comm.world()
     root = c.Get_rank() == 0
     timers = comm.Timers(c)
-    layout = slab_layout((args.size, args.size), c.Get_size(), int(4.0 * args.sigma + 0.5))
+    halo = int(4.0 * args.sigma + 0.5)
     image = None
-    with timers("make image (rank 0)"):
-        if root:
-            image = make_cells(args.size, args.seed)
-        c.Barrier()  # so that the scatter time below is not the other ranks' wait
-    with timers("scatter"):
-        d = DistArray.scatter(image, comm=c, **layout)
+    if args.input is not None:
+        shape, _ = check_in(args, "input", "--input")
+        with timers("read input"):
+            d = read_input(args, c, **slab_layout(shape, c.Get_size(), halo))
+            image = d.gather()
+    else:
+        layout = slab_layout((args.size, args.size), c.Get_size(), halo)
+        with timers("make image (rank 0)"):
+            if root:
+                image = make_cells(args.size, args.seed)
+            c.Barrier()  # so that the scatter time below is not the other ranks' wait
+        with timers("scatter"):
+            d = DistArray.scatter(image, comm=c, **layout)
     with timers("normalise (global min/max)"):
         normalised = ndimage.rescale(d)
     with timers("gaussian filter"):
@@ -155,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
             os.makedirs(args.out, exist_ok=True)
             norm, filt, msk, lab = (_gathered(a) for a in whole)
             pictures = {
-                "input.png": _gathered(image),
+                "input.png": _picture(_gathered(image), norm),
                 "normalised.png": _to_uint8(norm),
                 "filtered.png": _to_uint8(filt),
                 "mask.png": (msk > 0).astype(np.uint8) * 255,
@@ -166,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
     table = timers.table()
     if root:
         print(
-            f"parvox demo: {args.size}x{args.size} image on {plural(c.Get_size(), 'rank')}, "
+            f"parvox demo: {'x'.join(map(str, d.shape))} image on {plural(c.Get_size(), 'rank')}, "
             f"Gaussian sigma {args.sigma:g}, threshold {level:.3f}"
         )
         print(table)

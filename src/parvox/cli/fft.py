@@ -27,7 +27,7 @@ import argparse
 import numpy as np
 
 from parvox.cli import UsageError
-from parvox.cli._common import add_in_out, check_in, check_out, plural
+from parvox.cli._common import add_in_out, check_in, check_out, plural, read_input, write_output
 
 __all__ = ["HELP", "add_arguments", "run", "validate"]
 
@@ -130,11 +130,11 @@ def run(args: argparse.Namespace) -> int:
 
     from mpi4py import MPI
 
-    from parvox import comm, fft, io
+    from parvox import comm, fft
 
     c = comm.world()
-    shape, dtype = io.image_info(args.input)
-    d = io.read_distributed(args.input, comm=c, axis=0)
+    shape, dtype = check_in(args)
+    d = read_input(args, c, axis=0)
     transform = getattr(fft, _kind(args))
     c.Barrier()
     t0 = time.perf_counter()
@@ -142,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
     out = transform(d, s=args.shape, norm=args.norm, decomposition=args.decomposition, tile=tile,
                     window=args.window, tests=args.tests)
     seconds = c.allreduce(time.perf_counter() - t0, op=MPI.MAX)
-    io.write_distributed(out, args.output)
+    write_output(out, args)
     if c.Get_rank() == 0:
         print(f"parvox fft: {_kind(args)} {shape} {dtype} -> {out.shape} {out.dtype}, "
               f"{plural(c.Get_size(), 'rank')}, {seconds:.3f} s", flush=True)

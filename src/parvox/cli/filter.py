@@ -15,8 +15,11 @@ The result equals the ``scipy.ndimage`` function applied to the whole array, bit
 
 As in scipy, filters keep the input's dtype, the binary operations give ``bool`` and the
 distance ``float64``; ``--dtype float32`` converts the input first (useful for ``sobel`` of an
-8-bit PNG, whose uint8 result would wrap). PNG output holds integers and booleans only, so a
-float result must go to ``.npy`` or ``.tif``; that is checked before anything runs. Rank 0
+8-bit PNG, whose uint8 result would wrap). IN and OUT take every format of :mod:`parvox.io`
+(a store, Zarr, OME-Zarr, TIFF files and folders, NIfTI, ``.npy``, ``.png``; ``--level K`` of a
+multiscale IN; OUT's format from its name or ``--format``, ``--levels L`` for a store or
+OME-Zarr). PNG output holds integers and booleans only, so a float result must go to another
+format; that is checked before anything runs. Rank 0
 prints one summary line: input, operation, shape, output, ranks and the filter's time.
 
 Examples
@@ -27,6 +30,7 @@ Examples
     $ parvox filter volume.npy med.npy --op median --size 5 --mode nearest -n 4
     $ parvox filter mask.png open.png --op binary_opening --iterations 3 -n 4
     $ parvox filter mask.png dist.npy --op distance -n 4
+    $ parvox filter in.ome.zarr smooth.store --op gaussian --sigma 2 --levels 3 -n 4
 """
 
 from __future__ import annotations
@@ -37,7 +41,15 @@ from typing import Any
 import numpy as np
 
 from parvox.cli import UsageError
-from parvox.cli._common import add_in_out, check_in, check_out, plural, slab_layout
+from parvox.cli._common import (
+    add_in_out,
+    check_in,
+    check_out,
+    plural,
+    read_input,
+    slab_layout,
+    write_output,
+)
 from parvox.distarray import MODES, parse_boundary_mode
 
 __all__ = ["HELP", "OPS", "add_arguments", "run", "validate"]
@@ -198,20 +210,20 @@ def run(args: argparse.Namespace) -> int:
 
     from mpi4py import MPI
 
-    from parvox import comm, io
+    from parvox import comm
 
     c = comm.world()
-    shape, dtype = io.image_info(args.input)
+    shape, dtype = check_in(args)
     # halos reach as many blocks as they need: one slab per rank
-    _check_memory(args, shape, np.dtype(io.image_info(args.input)[1]), c)
-    d = io.read_distributed(args.input, comm=c, **slab_layout(shape, c.Get_size(), 1))
+    _check_memory(args, shape, dtype, c)
+    d = read_input(args, c, **slab_layout(shape, c.Get_size(), 1))
     if args.dtype is not None:
         d = d.astype(args.dtype)
     c.Barrier()
     t0 = time.perf_counter()
     out = _apply(d, args)
     seconds = c.allreduce(time.perf_counter() - t0, op=MPI.MAX)
-    io.write_distributed(out, args.output)
+    write_output(out, args)
     if c.Get_rank() == 0:
         print(f"parvox filter: {args.input} {shape} {dtype} -> {_describe(args)} -> "
               f"{args.output} {out.dtype}, {plural(c.Get_size(), 'rank')}, {seconds:.3f} s",

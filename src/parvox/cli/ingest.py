@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import os
+from typing import Any
 
 from parvox import io
 from parvox.cli import UsageError
-from parvox.cli._common import plural
+from parvox.cli._common import add_input_options, check_in, plural
 from parvox.cli._volume_args import (
     add_store_options,
     check_disk_map,
@@ -35,6 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="DiskOffsetY,DiskOffsetZ (default: chosen prime to K)")
     parser.add_argument("--map", default=None, metavar="FILE",
                         help="configuration map (JSON/TOML) of rank -> disks")
+    add_input_options(parser)
     add_store_options(parser)
     parser.add_argument("--overwrite", action="store_true", help="replace an existing store")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -60,21 +61,32 @@ def validate(args: argparse.Namespace) -> None:
     args.dirs = None if args.disk_dirs is None else args.disk_dirs.split(",")
     if args.dirs is not None and len(args.dirs) != args.disks:
         raise UsageError("--disk-dirs", f"expected {args.disks} directories, got {len(args.dirs)}")
-    if not os.path.exists(args.source):
-        raise UsageError("SRC", f"{args.source} does not exist")
+    if args.source.lower().endswith(".png"):
+        raise UsageError("SRC", f"{args.source}: a store holds volumes; a PNG image is not one")
+    check_in(args, "source", "SRC")  # recognised, --level one of its levels
     io.check_output_path(args.store, param="STORE", overwrite=args.overwrite, directory=True)
     for folder in args.dirs or ():
         io.check_output_path(folder, param="--disk-dirs", directory=True)
     check_disk_map(args.map, args.disks, args)
     shape = None
     if args.levels > 0:  # the source's shape bounds --levels (its header only)
-        from parvox.volume import open_source
-
         try:
-            shape = open_source(args.source).shape
+            shape = _source(args).shape
         except (ValueError, TypeError, OSError) as exc:
             raise UsageError("SRC", str(exc)) from None
     check_store_options(args, shape)
+
+
+def _source(args: argparse.Namespace) -> Any:
+    """SRC as ingest reads it: level ``--level`` of any format of :mod:`parvox.io`."""
+    from parvox.volume import open_source
+
+    if args.level == 0:
+        return open_source(args.source)
+    from parvox.io import open_reader
+    from parvox.volume.sources import ReaderSource
+
+    return ReaderSource(open_reader(args.source), level=args.level)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -85,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     c = comm.world()
     dmap = None if args.map is None else load_disk_map(args.map, args.disks, c.Get_size())
     path = ingest(
-        args.source, args.store, ndisks=args.disks, extent=args.extent_t, spacing=args.spacing_t,
+        _source(args), args.store, ndisks=args.disks, extent=args.extent_t, spacing=args.spacing_t,
         disk_dirs=args.dirs, disk_map=dmap, offset_y=args.offsets_t[0],
         offset_z=args.offsets_t[1], overwrite=args.overwrite,
         progress=not args.no_progress, comm=c, codec=args.codec, levels=args.levels,

@@ -3,8 +3,9 @@
 The foreground is every nonzero voxel, or with ``--threshold T`` every voxel whose value is
 greater than ``T``. The labels, their numbering included, equal ``scipy.ndimage.label`` of the
 foreground with the structure ``scipy.ndimage.generate_binary_structure(ndim, connectivity)``
-(connectivity 1 = faces only, the scipy default; ``ndim`` = every neighbour). Labels are written
-as int32 to ``.npy`` and ``.tif``; a ``.png`` output holds them as 16-bit grey, so it needs a 2-D
+(connectivity 1 = faces only, the scipy default; ``ndim`` = every neighbour). IN and OUT take
+every format of :mod:`parvox.io` (``--level``, ``--format``, ``--levels`` as for ``filter``).
+Labels are written as int32; a ``.png`` output holds them as 16-bit grey, so it needs a 2-D
 image and at most 65535 components. IN must be grey: an RGB(A) PNG is refused before any work
 (convert it to grey first). The number of components is printed, and, when IN is not binary
 (values other than 0 and one foreground value) and no ``--threshold`` was given, how it was
@@ -27,7 +28,15 @@ import math
 from typing import Any
 
 from parvox.cli import UsageError
-from parvox.cli._common import add_in_out, check_in, check_out, plural, slab_layout
+from parvox.cli._common import (
+    add_in_out,
+    check_in,
+    check_out,
+    plural,
+    read_input,
+    slab_layout,
+    write_output,
+)
 
 __all__ = ["HELP", "add_arguments", "run", "validate"]
 
@@ -55,14 +64,12 @@ def validate(args: argparse.Namespace) -> None:
     """Check the command line without touching MPI; raise :class:`UsageError`."""
     import numpy as np
 
-    from parvox import io
-
     if args.connectivity < 1:
         raise UsageError("--connectivity", f"must be >= 1, got {args.connectivity}")
     if args.threshold is not None and not math.isfinite(args.threshold):
         raise UsageError("--threshold", f"must be a finite number, got {args.threshold}")
     shape, dtype = check_in(args)
-    if io.image_format(args.input) == "png" and len(shape) == 3:
+    if args.input.lower().endswith(".png") and len(shape) == 3:
         raise UsageError(
             "IN", f"{args.input}: a colour PNG ({shape[2]} channels) cannot be labelled; "
             "convert it to a grey or binary image first"
@@ -102,15 +109,15 @@ def run(args: argparse.Namespace) -> int:
     """Read IN, label it on every rank, write OUT, print the component count on rank 0."""
     from scipy.ndimage import generate_binary_structure
 
-    from parvox import comm, io, ndimage
+    from parvox import comm, ndimage
 
     c = comm.world()
-    shape, _ = io.image_info(args.input)
-    d = io.read_distributed(args.input, comm=c, **slab_layout(shape, c.Get_size(), 1))
+    shape, _ = check_in(args)
+    d = read_input(args, c, **slab_layout(shape, c.Get_size(), 1))
     fg, note = _foreground(d, args.threshold)
     structure = generate_binary_structure(len(shape), args.connectivity)
     labels, n = ndimage.label(fg, structure=structure)
-    io.write_distributed(labels, args.output)
+    write_output(labels, args)
     if c.Get_rank() == 0:
         if note is not None:
             print(f"parvox label: {note}", flush=True)
