@@ -18,6 +18,7 @@ import numpy as np
 
 from parvox import io
 from parvox._text import plural
+from parvox.errors import ParameterError
 
 __all__ = [
     "LEVELLED",
@@ -36,6 +37,9 @@ __all__ = [
 
 #: Output formats that hold a pyramid (``--levels``).
 LEVELLED = ("store", "ome-zarr", "ome-zarr-0.4", "ome-zarr-0.5")
+#: what IN may be, as the errors say it
+INPUTS = (".png, .npy, .tif/.tiff, .nii/.nii.gz, a folder of TIFF slices, a Zarr or OME-Zarr "
+          "directory, or a parvox store")
 
 
 def writable_formats() -> list[str]:
@@ -79,6 +83,11 @@ def add_in_out(parser: argparse.ArgumentParser) -> None:
     add_output_options(parser)
 
 
+def _extension(path: str) -> str:
+    """``path``'s extension as the errors name it (``''`` when it has none)."""
+    return os.path.splitext(os.fspath(path).rstrip("/"))[1]
+
+
 def _is_png(path: str) -> bool:
     return path.rstrip("/").lower().endswith(".png")
 
@@ -112,6 +121,11 @@ def check_in(args: argparse.Namespace, attr: str = "input",
     else:
         try:
             reader = io.open_reader(source)
+        except ParameterError as exc:
+            if exc.param == "source" and os.path.exists(source):  # there, of no known kind
+                raise UsageError(param, f"{source}: unsupported extension "
+                                        f"{_extension(source)!r}; {param} may be {INPUTS}") from None
+            raise UsageError(param, str(exc)) from None
         except ValueError as exc:
             raise UsageError(param, str(exc)) from None
         try:
@@ -166,8 +180,11 @@ def check_out(
             raise UsageError("OUT", str(exc)) from None
     try:
         fmt = dest_format(args.output, fmt_arg)
-    except ValueError as exc:
-        raise UsageError("OUT", str(exc)) from None
+    except ParameterError:  # no format given and none known by that name
+        raise UsageError("OUT", f"{args.output}: unsupported extension "
+                                f"{_extension(args.output)!r}; name OUT .png, .npy, .tif, "
+                                ".nii, .zarr, .ome.zarr or .store, or give --format (one of "
+                                f"{', '.join(writable_formats())})") from None
     if levels and fmt not in LEVELLED:
         raise UsageError("--levels", f"{args.output}: {fmt} has no pyramid levels; "
                                      f"levels are for {', '.join(LEVELLED)}")
