@@ -73,10 +73,9 @@ def resolve_threads(threads: int | None = None, name: str = "threads") -> int:
     try:
         value = int(raw)
     except ValueError:
-        value = 0
-    if value < 1:
-        raise ParameterError(THREADS_ENV, f"{THREADS_ENV}: expected an integer >= 1, got {raw!r}")
-    return value
+        raise ParameterError(THREADS_ENV, f"{THREADS_ENV}: expected an integer >= 1, "
+                                          f"got {raw!r}") from None
+    return parse_int(value, THREADS_ENV, minimum=1)
 
 
 class ThreadTeam:
