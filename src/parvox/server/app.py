@@ -9,6 +9,8 @@ Endpoints
 ``GET /api/stats``       slices served, slices/s, latency p50/p95/p99, bytes read, cache hit
                          rate, per-rank busy time
 ``GET /health``          200 while every rank answers heartbeats, else 503
+``GET /precomputed/...`` the store as a Neuroglancer precomputed source
+                         (:mod:`parvox.server.precomputed`)
 
 Errors are JSON ``{"error": message, "parameter": name}``: 400 for a bad parameter, 503 with
 ``Retry-After`` when the request queue is full or a rank is silent, 500 when extraction failed
@@ -55,6 +57,7 @@ from parvox.errors import ParameterError
 from parvox.server.engine import SliceService
 from parvox.server.imaging import MEDIA_TYPES
 from parvox.server.params import DEFAULT_MAX_SIZE, parse_slice_query
+from parvox.server.precomputed import MOUNT, precomputed_app
 from parvox.server.stats import ServerBusy
 from parvox.slicing import MAX_ZOOM
 
@@ -173,6 +176,7 @@ def create_app(service: SliceService, max_size: int | None = None) -> Starlette:
         Route("/health", health),
         Route("/favicon.ico", favicon),
         Mount("/static", app=StaticFiles(directory=static_dir()), name="static"),
+        Mount(MOUNT, app=precomputed_app(service)),  # Neuroglancer's precomputed source
     ]
     return Starlette(routes=routes)
 

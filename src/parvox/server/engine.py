@@ -67,6 +67,7 @@ import numpy as np
 from parvox.dataflow import Dataflow, DataflowError, DataflowTimeout, Operation, Stage, Token
 from parvox.dataflow.liveness import LivenessPolicy
 from parvox.errors import ParameterError
+from parvox.server.boxes import BoxReads
 from parvox.server.imaging import encode_slice
 from parvox.server.options import ServerOptions
 from parvox.server.overview import Overview, overview_planes
@@ -249,8 +250,10 @@ class SliceService:
                     "slice", split=lambda request: [Token(merge_rank, request)],
                     stages=tuple(outer), merge=_keep, init=_nothing,
                 )
+            #: reads of boxes of a level (the precomputed source), beside the slices
+            self.boxes = BoxReads(self.source)
             self.flow = Dataflow(
-                [op], self.comm, window=options.window, max_requests=options.max_requests,
+                [op, self.boxes.operation], self.comm, window=options.window, max_requests=options.max_requests,
                 status=lambda: rank_figures(self.source),
                 placement={f"{'slice' if merge_rank == 0 else 'slice-parts'}/{k}": v
                            for k, v in placement.items()},

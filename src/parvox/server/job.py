@@ -53,6 +53,7 @@ def run_server(
     from parvox.server.engine import SliceService, load_stage_map
     from parvox.server.heap import retain_freed_memory
     from parvox.server.launcher import release_ranks_file, write_ranks_file
+    from parvox.server.precomputed import precomputed_line
     from parvox.volume import VolumeStore, load_disk_map, weighted_disk_map
 
     options = options or ServerOptions()
@@ -90,7 +91,8 @@ def run_server(
                 print(
                     f"parvox serve: {m.shape[0]}x{m.shape[1]}x{m.shape[2]} {m.dtype}"
                     f"{' RGB' if m.channels == 3 else ''} on {m.ndisks} disks, {size} ranks\n"
-                    f"parvox serve: viewer at http://{host}:{port}/",
+                    f"parvox serve: viewer at http://{host}:{port}/\n"
+                    + precomputed_line(m, options.precomputed_encoding, f"http://{host}:{port}"),
                     file=out,
                     flush=True,
                 )

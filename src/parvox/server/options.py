@@ -31,6 +31,7 @@ from parvox.errors import ParameterError
 from parvox.server.imaging import DEFAULT_PNG_LEVEL
 from parvox.server.params import DEFAULT_MAX_SIZE
 from parvox.server.png import parse_png_level
+from parvox.volume.precomputed import ENCODINGS
 
 __all__ = ["OptionDoc", "ServerOptions", "option_doc", "option_docs"]
 
@@ -127,6 +128,10 @@ class ServerOptions:
         0.6, "Without config: rank 0's share of the disks against 1 for every other rank, "
         "in [0, 1] (rank 0 also answers HTTP, splits, merges and encodes).", metavar="W",
     )
+    precomputed_encoding: str = _field(
+        "raw", "Chunk encoding of the Neuroglancer precomputed source at /precomputed/: raw "
+        "(exact) or jpeg (lossy; uint8 with 1 or 3 channels).", metavar="E",
+    )
     heap_retain: bool = _field(
         True, "Keep freed buffers in each rank's heap (glibc mallopt, the whole process) "
         "instead of giving them back to the kernel.",
@@ -163,6 +168,9 @@ class ServerOptions:
             raise ParameterError(
                 "coalesce_delay", f"coalesce_delay must be >= 0, got {self.coalesce_delay}"
             )
+        if self.precomputed_encoding not in ENCODINGS:
+            raise ParameterError("precomputed_encoding", f"precomputed_encoding must be one of "
+                                 f"{ENCODINGS}, got {self.precomputed_encoding!r}")
         if self.config is not None and not os.path.isfile(self.config):
             raise ParameterError("config", f"no such file: {self.config!r}")
 
