@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 #: Output formats that hold a pyramid (``--levels``).
-LEVELLED = ("store", "ome-zarr", "ome-zarr-0.4", "ome-zarr-0.5")
+LEVELLED = ("store", "ome-zarr", "ome-zarr-0.4", "ome-zarr-0.5", "precomputed")
 #: what IN may be, as the errors say it
 INPUTS = (".png, .npy, .tif/.tiff, .nii/.nii.gz, a folder of TIFF slices, a Zarr or OME-Zarr "
           "directory, or a parvox store")

@@ -5,7 +5,9 @@ IN is any input of :mod:`parvox.io` (a store, ``.zarr``/``.ome.zarr``, a TIFF fo
 name or ``--format`` (``ome-zarr-0.5``, ``ome-zarr-0.4``, ``zarr``, ``zarr-v2``, ``tiff``,
 ``tiff-folder``, ``nifti``, ``npy``, ``raw``, ``store``); ``--levels L`` gives a store or an
 OME-Zarr OUT its pyramid. A store written to a ``.zarr`` name without ``--format`` keeps its
-own pyramid levels (``--levels``: how many; default all) as OME-Zarr 0.4, as before.
+own pyramid levels (``--levels``: how many; default all) as OME-Zarr 0.4, as before; so does a
+store written ``--format precomputed`` (a Neuroglancer precomputed folder, one chunk per extent,
+a label store as a segmentation: :func:`parvox.io.formats.precomputed.export_store`).
 
 Examples
 --------
@@ -13,6 +15,7 @@ Examples
 
     $ parvox export vol.store vol.ome.zarr -n 4
     $ parvox export in.ome.zarr slices --format tiff-folder --level 1 -n 4
+    $ parvox export vol.store vol.precomputed --format precomputed -n 4
 """
 
 from __future__ import annotations
@@ -52,26 +55,43 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _store_to_ome(args: argparse.Namespace) -> bool:
     """A store exported with its own levels (OME-Zarr 0.4 through :mod:`parvox.volume.omezarr`).
     """
+    return (_is_store(args.input) and args.level == 0 and args.format is None
+            and args.output.rstrip("/").endswith(".zarr"))
+
+
+def _is_store(path: str) -> bool:
     from parvox.io.registry import source_format
 
     try:
-        store = source_format(args.input) == "store"
+        return source_format(path) == "store"
     except ValueError:
         return False
-    return (store and args.level == 0 and args.format is None
-            and args.output.rstrip("/").endswith(".zarr"))
+
+
+def _store_to_precomputed(args: argparse.Namespace) -> bool:
+    """A store exported as Neuroglancer precomputed with its own levels (its extents as the
+    chunks, its label marker as ``segmentation``)."""
+    return _is_store(args.input) and args.level == 0 and args.format == "precomputed"
 
 
 def validate(args: argparse.Namespace) -> None:
     """IN readable at ``--level``; OUT new (or ``--overwrite``) in an existing directory, in a
     format that holds IN."""
     shape, dtype = check_in(args)
-    if _store_to_ome(args):
+    if _store_to_ome(args) or _store_to_precomputed(args):
         have = store_manifest(args.input).nlevels - 1
         if args.levels is not None and not 0 <= args.levels <= have:
             raise UsageError("--levels", f"must be in [0, {have}] (the store has {have} "
                                          f"pyramid levels; `parvox pyramid` adds more), got "
                                          f"{args.levels}")
+        if _store_to_precomputed(args):
+            from parvox.errors import ParameterError
+            from parvox.io.neuroglancer import precomputed_info
+
+            try:
+                precomputed_info(store_manifest(args.input))
+            except ParameterError as exc:
+                raise UsageError("--format", str(exc)) from None
         io.check_output_path(args.output, param="OUT", overwrite=args.overwrite, directory=True)
         return
     check_out(args, dtype, shape)
@@ -90,6 +110,15 @@ def run(args: argparse.Namespace) -> int:
         if c.Get_rank() == 0:
             n = store_manifest(args.input).nlevels - 1 if args.levels is None else args.levels
             print(f"parvox export: wrote {out} (OME-Zarr 0.4, levels 0..{n})")
+        return 0
+    if _store_to_precomputed(args):
+        from parvox.io.formats.precomputed import export_store
+
+        out = export_store(args.input, args.output, levels=args.levels, overwrite=args.overwrite,
+                           progress=not args.no_progress, comm=c)
+        if c.Get_rank() == 0:
+            n = store_manifest(args.input).nlevels - 1 if args.levels is None else args.levels
+            print(f"parvox export: wrote {out} (Neuroglancer precomputed, levels 0..{n})")
         return 0
     shape = convert(args, c)
     if c.Get_rank() == 0:

@@ -3,7 +3,7 @@
 Sources (:func:`source_format`): a path with glob characters is a TIFF glob; a directory
 holding ``volume.json`` is a store, one with OME ``multiscales`` metadata an OME-Zarr image,
 one with ``zarr.json`` or ``.zarray`` a Zarr array, any other directory a folder of TIFF
-slices; files by extension (``.npy``, ``.tif``/``.tiff``, ``.nii``/``.nii.gz``; raw data when
+slices (a folder with a Neuroglancer ``info`` is a precomputed volume); files by extension (``.npy``, ``.tif``/``.tiff``, ``.nii``/``.nii.gz``; raw data when
 ``shape`` and ``dtype`` are given). Destinations (:func:`dest_format`) by name: ``.npy``,
 ``.raw``, ``.nii``/``.nii.gz``, ``.tif``/``.tiff`` (one file), ``.ome.zarr`` (OME-Zarr 0.5),
 ``.zarr`` (Zarr v3), ``.store``; a name ending in ``/`` or without a suffix needs ``format``.
@@ -27,7 +27,7 @@ from typing import Any
 
 from parvox.errors import ParameterError
 from parvox.io.base import ArrayReader, ArrayWriter
-from parvox.io.formats import nifti, npy, omezarr, store, tiff, zarr
+from parvox.io.formats import nifti, npy, omezarr, precomputed, store, tiff, zarr
 
 __all__ = ["FORMATS", "Format", "dest_format", "open_reader", "source_format"]
 
@@ -62,6 +62,8 @@ FORMATS: dict[str, Format] = {
                "OME-Zarr 0.5 (Zarr v3)"),
         Format("nifti", nifti.NiftiReader, nifti.NiftiWriter, False, "NIfTI-1"),
         Format("store", store.StoreReader, None, True, "parvox volume store"),
+        Format("precomputed", precomputed.PrecomputedReader, precomputed.PrecomputedWriter, True,
+               "Neuroglancer precomputed (unsharded, raw chunks)"),
     )
 }
 
@@ -98,6 +100,8 @@ def source_format(source: str | os.PathLike[str], fmt: str | None = None,
             return "ome-zarr"
         if (path / "zarr.json").is_file() or (path / ".zarray").is_file():
             return "zarr"
+        if precomputed.is_precomputed(path):
+            return "precomputed"
         return "tiff-folder"
     low = path.name.lower()
     if raw:

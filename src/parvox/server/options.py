@@ -28,10 +28,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from parvox.errors import ParameterError
+from parvox.io.neuroglancer import ENCODINGS
 from parvox.server.imaging import DEFAULT_PNG_LEVEL
 from parvox.server.params import DEFAULT_MAX_SIZE
 from parvox.server.png import parse_png_level
-from parvox.volume.precomputed import ENCODINGS
 
 __all__ = ["OptionDoc", "ServerOptions", "option_doc", "option_docs"]
 

@@ -3,7 +3,7 @@
 Neuroglancer opens ``precomputed://http://HOST:PORT/precomputed``; cloud-volume and tensorstore
 (``neuroglancer_precomputed`` over ``http``) read the same URL. Endpoints, under the mount:
 
-``GET /info``                          the ``info`` document (:func:`~parvox.volume.precomputed.precomputed_info`)
+``GET /info``                          the ``info`` document (:func:`~parvox.io.neuroglancer.precomputed_info`)
 ``GET /<key>/<x0>-<x1>_<y0>-<y1>_<z0>-<z1>``  a chunk: one extent of the scale's level, read
                                        through the dataflow on the rank that serves its disk
                                        (:mod:`parvox.server.boxes`), encoded raw (x fastest,
@@ -61,16 +61,16 @@ from starlette.routing import Route
 
 from parvox.dataflow import DataflowError, DataflowTimeout
 from parvox.errors import ParameterError
-from parvox.server.boxes import BOX_OPERATION
-from parvox.server.engine import SliceService
-from parvox.server.stats import ServerBusy
-from parvox.volume.manifest import VolumeMeta
-from parvox.volume.precomputed import (
+from parvox.io.neuroglancer import (
     ChunkNotFound,
     encode_chunk,
     parse_chunk_name,
     precomputed_info,
 )
+from parvox.server.boxes import BOX_OPERATION
+from parvox.server.engine import SliceService
+from parvox.server.stats import ServerBusy
+from parvox.volume.manifest import VolumeMeta
 
 __all__ = [
     "CORS_HEADERS",

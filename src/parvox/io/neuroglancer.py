@@ -18,6 +18,9 @@ named ``<x0>-<x1>_<y0>-<y1>_<z0>-<z1>``. A store maps onto it one to one:
 Neuroglancer's data types are ``uint8``-``uint64``, ``int8``-``int32`` and ``float32``; a store
 of ``int64`` or ``float64`` has no precomputed form (:func:`data_type` raises).
 
+It lives in :mod:`parvox.io` (below :mod:`parvox.volume`, which it reads only through a
+manifest's fields), so that the formats' readers and writers can use it.
+
 Examples
 --------
 >>> from parvox.volume.manifest import new_meta
@@ -39,12 +42,14 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from parvox.errors import ParameterError
-from parvox.volume.manifest import VolumeMeta
+
+if TYPE_CHECKING:
+    from parvox.volume.manifest import VolumeMeta
 
 __all__ = [
     "DATA_TYPES",
@@ -252,7 +257,7 @@ def encode_chunk(data: np.ndarray, channels: int, encoding: str = "raw",
         from PIL import Image
 
         z, y, x = data.shape[:3]
-        img = np.ascontiguousarray(data.reshape((z * y, x) + data.shape[3:]), dtype=np.uint8)
+        img = np.ascontiguousarray(data.reshape((z * y, x, *data.shape[3:])), dtype=np.uint8)
         buf = io.BytesIO()
         Image.fromarray(img).save(buf, format="JPEG", quality=int(quality))
         return buf.getvalue()
