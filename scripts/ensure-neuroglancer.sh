@@ -84,7 +84,7 @@ JSON
 if ! "${npm[@]}" install --no-audit --no-fund --ignore-scripts --loglevel=error --fetch-retries=1 \
         --fetch-retry-mintimeout=2000 --fetch-retry-maxtimeout=5000 >npm.log 2>&1; then
     echo "parvox: npm install neuroglancer@$version esbuild@$esbuild_version failed (is registry.npmjs.org reachable?):" >&2
-    tail -n 5 npm.log >&2
+    { grep -E "^npm error (code|errno|.*request to|404)" npm.log || tail -n 5 npm.log; } | head -n 5 >&2
     exit 1
 fi
 

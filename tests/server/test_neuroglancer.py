@@ -50,8 +50,8 @@ def neuroglancer_page() -> Path:
     done = subprocess.run([str(ROOT / "scripts" / "ensure-neuroglancer.sh")], env=env,
                           capture_output=True, text=True, timeout=480)
     if done.returncode != 0:
-        pytest.skip("the Neuroglancer bundle could not be built by "
-                    f"scripts/ensure-neuroglancer.sh: {done.stderr.strip()[-600:]}")
+        why = " | ".join(done.stderr.strip().splitlines()[-4:])
+        pytest.skip(f"the Neuroglancer bundle could not be built by scripts/ensure-neuroglancer.sh: {why}")
     page = Path(done.stdout.strip().splitlines()[-1])
     assert (page / "index.html").is_file() and (page / "lib" / "main.js").is_file()
     return page
@@ -116,8 +116,8 @@ def test_neuroglancer_draws_the_served_volume(tmp_path, neuroglancer_page):
             errors: list[str] = []
             page.on("pageerror", lambda e: errors.append(str(e)))
             page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.goto(f"{page_url}/index.html#!{json.dumps(state)}", timeout=60_000)
-            page.wait_for_function("window.viewer && window.viewer.isReady()", timeout=90_000)
+            page.goto(f"{page_url}/index.html#!{json.dumps(state)}", timeout=120_000)
+            page.wait_for_function("window.viewer && window.viewer.isReady()", timeout=120_000)
             panel = page.locator(".neuroglancer-rendered-data-panel").first
             shot = np.asarray(Image.open(io.BytesIO(panel.screenshot())).convert("RGB"))
             OUTPUT.mkdir(exist_ok=True)
