@@ -122,6 +122,16 @@ def test_neuroglancer_draws_the_served_volume(tmp_path, neuroglancer_page):
             shot = np.asarray(Image.open(io.BytesIO(panel.screenshot())).convert("RGB"))
             OUTPUT.mkdir(exist_ok=True)
             page.screenshot(path=str(OUTPUT / "neuroglancer.png"))
+            # the decoders' worker (JPEG, PNG, ...: raw chunks do not need it) starts from the
+            # URL Neuroglancer's code gives it, relative to lib/main.js, and says it is ready
+            started = page.evaluate("""() => new Promise((resolve) => {
+                const url = new URL("../async_computation.bundle.js",
+                                    new URL("lib/main.js", location.href));
+                const worker = new Worker(url, {type: "module"});
+                worker.onmessage = () => { worker.terminate(); resolve(true); };
+                worker.onerror = (e) => resolve(String(e.message || e));
+            })""")
+            assert started is True, started
             assert not errors, errors
         finally:
             browser.close()
