@@ -105,7 +105,8 @@ def test_neuroglancer_draws_the_served_volume(tmp_path, neuroglancer_page):
         "showAxisLines": False, "showScaleBar": False, "showDefaultAnnotations": False,
         "layers": [],
     }
-    with running_server(store, 2, logdir=tmp_path) as srv, \
+    # a generous --dead-after: a loaded test machine may starve a rank's heartbeats for seconds
+    with running_server(store, 2, "--dead-after", "60", logdir=tmp_path) as srv, \
             static_server(neuroglancer_page) as page_url, sync_playwright() as p:
         assert f"Neuroglancer at precomputed://{srv.url}/precomputed" in srv.output()
         state["layers"] = [{"type": "image", "name": "parvox",
