@@ -96,7 +96,7 @@ def test_parvox_serve_prints_the_precomputed_url(served):
 
 
 def test_info_has_one_scale_per_level_with_the_extent_as_chunk(served):
-    name, srv, levels = served
+    _, srv, levels = served
     info = httpx.get(srv.url + "/precomputed/info").json()
     assert info["type"] == STORES[name][2]
     assert info["data_type"] == levels[0].dtype.name
@@ -114,7 +114,7 @@ def test_info_has_one_scale_per_level_with_the_extent_as_chunk(served):
 def test_cloud_volume_reads_every_region_of_every_level(served):
     from cloudvolume import CloudVolume
 
-    name, srv, levels = served
+    _, srv, levels = served
     for k, level in enumerate(levels):
         cv = CloudVolume(f"precomputed://{srv.url}/precomputed", mip=k, progress=False,
                          fill_missing=False, cache=False)
@@ -132,7 +132,7 @@ def test_cloud_volume_reads_every_region_of_every_level(served):
 def test_tensorstore_reads_the_same_regions(served):
     import tensorstore as ts
 
-    name, srv, levels = served
+    _, srv, levels = served
     for k, level in enumerate(levels):
         t = ts.open({"driver": "neuroglancer_precomputed", "kvstore": f"{srv.url}/precomputed/",
                      "scale_index": k}).result()
@@ -153,7 +153,7 @@ def _chunk_url(srv, info, level=0, index=(0, 0, 0)):
 
 
 def test_cors_options_head_range_and_gzip(served):
-    name, srv, levels = served
+    _, srv, levels = served
     info = httpx.get(srv.url + "/precomputed/info").json()
     url = _chunk_url(srv, info, 0, (1, 1, 0))
     plain = httpx.get(url, headers={"Accept-Encoding": "identity"})
@@ -207,7 +207,7 @@ def test_cors_options_head_range_and_gzip(served):
 
 
 def test_bad_chunks_get_400_or_404_with_a_reason_and_the_server_lives_on(served):
-    name, srv, levels = served
+    _, srv, levels = served
     info = httpx.get(srv.url + "/precomputed/info").json()
     s = info["scales"][-1]
     key, (cx, cy, cz), (sx, sy, sz) = s["key"], s["chunk_sizes"][0], s["size"]
