@@ -96,7 +96,7 @@ def test_parvox_serve_prints_the_precomputed_url(served):
 
 
 def test_info_has_one_scale_per_level_with_the_extent_as_chunk(served):
-    _, srv, levels = served
+    name, srv, levels = served
     info = httpx.get(srv.url + "/precomputed/info").json()
     assert info["type"] == STORES[name][2]
     assert info["data_type"] == levels[0].dtype.name
@@ -114,7 +114,7 @@ def test_info_has_one_scale_per_level_with_the_extent_as_chunk(served):
 def test_cloud_volume_reads_every_region_of_every_level(served):
     from cloudvolume import CloudVolume
 
-    _, srv, levels = served
+    name, srv, levels = served
     for k, level in enumerate(levels):
         cv = CloudVolume(f"precomputed://{srv.url}/precomputed", mip=k, progress=False,
                          fill_missing=False, cache=False)
@@ -132,7 +132,7 @@ def test_cloud_volume_reads_every_region_of_every_level(served):
 def test_tensorstore_reads_the_same_regions(served):
     import tensorstore as ts
 
-    _, srv, levels = served
+    name, srv, levels = served
     for k, level in enumerate(levels):
         t = ts.open({"driver": "neuroglancer_precomputed", "kvstore": f"{srv.url}/precomputed/",
                      "scale_index": k}).result()
