@@ -148,7 +148,7 @@ class PrecomputedReader:
             chunk = self._chunk(level)
             for clo in itertools.product(*(range(a // c * c, b, c) for a, b, c in
                                            zip(lo, hi, chunk, strict=True))):
-                chi = tuple(min(a + c, n) for a, c, n in zip(clo, chunk, shape, strict=True))
+                chi = tuple(min(a + c, n) for a, c, n in zip(clo, chunk, shape[:3], strict=True))
                 s0 = [max(a, c) for a, c in zip(clo, lo, strict=True)]
                 s1 = [min(b, d) for b, d in zip(chi, hi, strict=True)]
                 data = self.read_chunk(level, clo, chi)
