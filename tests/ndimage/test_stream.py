@@ -138,7 +138,7 @@ def test_streamed_results_equal_scipy_bit_for_bit() -> None:
         chunks = (3, 5, 5)[: array.ndim] if out.endswith("zarr") else None
         seen: list[tuple[int, int]] = []
         done = stream_filter(src, tmp / out, name, memory=memory, repeat=repeat, chunks=chunks,
-                             progress=lambda d, t: seen.append((d, t)), **kw)
+                             progress=lambda d, t, log=seen: log.append((d, t)), **kw)
         got = read(tmp / out).allgather()
         assert got.dtype == want.dtype, (name, got.dtype, want.dtype)
         assert np.array_equal(got, want), (name, out, world.size)  # bit for bit
