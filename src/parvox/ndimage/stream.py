@@ -96,8 +96,9 @@ class Streamed:
 def slab_bytes(planes: int, shape: tuple[int, ...], in_dtype: Any, work_dtype: Any,
                out_dtype: Any, reach: int, kernel: str = "separable") -> int:
     """Estimated peak bytes of filtering one slab of ``planes`` planes with its halo: the slab
-    as read, its conversion to ``work_dtype``, the filter's own arrays
-    (:func:`~parvox.ndimage._memory.filter_bytes`) and the result handed to the writer."""
+    as read (the filter's padded block itself: no exchange copies it), its conversion to
+    ``work_dtype``, the filter's own arrays (:func:`~parvox.ndimage._memory.filter_bytes` of
+    no exchanged block) and the result handed to the writer."""
     rest = tuple(int(s) for s in shape[1:])
     plane = math.prod(rest)
     read = (planes + 2 * reach) * plane
@@ -107,7 +108,7 @@ def slab_bytes(planes: int, shape: tuple[int, ...], in_dtype: Any, work_dtype: A
         total += read * work.itemsize
     window = [2 * reach + 1] + [1] * len(rest)
     total += filter_bytes(kernel, (planes, *rest), work, window, halo=[reach] + [0] * len(rest),
-                          out_dtype=out_dtype)
+                          out_dtype=out_dtype, blocks=0)
     return int(total + planes * plane * np.dtype(out_dtype).itemsize)
 
 
@@ -126,7 +127,7 @@ def slab_planes(memory: Any, shape: tuple[int, ...], in_dtype: Any, work_dtype: 
     Examples
     --------
     >>> slab_planes("1MiB", (100, 64, 64), np.float32, np.float32, np.float32, 2)
-    4
+    5
     """
     budget = parse_bytes(memory, param)
     unit = max(1, int(unit))
