@@ -26,6 +26,7 @@ CASES = [
     (VOLUME, "g.zarr", ["--op", "gaussian", "--sigma", "1.5", "--mode", "wrap"]),
     (VOLUME, "gl.npy", ["--op", "gaussian_laplace", "--sigma", "1"]),
     (IMAGE, "m.tif", ["--op", "median", "--size", "5"]),  # 2-D
+    (IMAGE, "u.npy", ["--op", "uniform", "--size", "4", "--mode", "wrap"]),  # integer sums
     (MASK, "b.npy", ["--op", "binary_closing", "--iterations", "2"]),
     (VOLUME, "d.ome.zarr", ["--op", "grey_dilation", "--size", "3", "--iterations", "2"]),
 ]
@@ -66,7 +67,7 @@ BAD = [
     ("mask", ["--op", "distance"], "unbounded"),
     ("mask", ["--op", "binary_fill_holes"], "unbounded"),
     ("mask", ["--op", "binary_erosion", "--iterations", "0"], "until nothing changes"),
-    ("volume", ["--op", "uniform"], "running window sum"),
+    ("volume", ["--op", "uniform"], "running window sum"),  # float32
     ("volume", ["--op", "gaussian", "--memory", "0"], "expected a size"),
     ("volume", ["--op", "gaussian", "--memory=-1GiB"], "expected a size"),
     ("volume", ["--op", "gaussian", "--memory", "abc"], "expected a size"),

@@ -63,6 +63,15 @@ def test_unbounded_operations_are_refused_naming_memory(name, kwargs, words) -> 
     assert info.value.param == "memory"
 
 
+def test_uniform_streams_along_z_only_integer_data() -> None:
+    assert z_reach("uniform_filter", 3, {"size": 4}, dtype=np.uint16) == (2, False)
+    assert z_reach("uniform_filter1d", 2, {"size": 5, "axis": 0, "origin": 1}, dtype=bool) == (
+        3, False)
+    for dtype in (np.float32, np.int64, None):
+        with pytest.raises(ParameterError, match="running window sum"):
+            z_reach("uniform_filter", 3, {"size": 3}, dtype=dtype)
+
+
 def test_budgets_are_sizes_and_must_fit_one_slab() -> None:
     assert parse_bytes("2GiB", "memory") == 2 * 2**30
     assert parse_bytes("1.5k", "memory") == 1536
@@ -114,6 +123,8 @@ CASES = [
      1),
     (IMAGE, "l.npy", "laplace", {"mode": "wrap"}, ndi.laplace(IMAGE, mode="wrap"), 1),
     (IMAGE, "u.tif", "uniform_filter", {"size": (1, 4)}, ndi.uniform_filter(IMAGE, (1, 4)), None),
+    (BYTES, "un.npy", "uniform_filter", {"size": 4, "mode": "wrap"},
+     ndi.uniform_filter(BYTES, 4, mode="wrap"), 1),  # integer sums: exact wherever they start
 ]
 
 
@@ -131,7 +142,7 @@ def test_streamed_results_equal_scipy_bit_for_bit() -> None:
             np.save(src, array)
         world.Barrier()
         repeat = 2 if name == "grey_erosion" else 1
-        reach = z_reach(name, array.ndim, kw, repeat=repeat)[0]
+        reach = z_reach(name, array.ndim, kw, repeat=repeat, dtype=array.dtype)[0]
         k = planes or 4
         kernel = "binary" if name.startswith("binary_") else "separable"
         memory = slab_bytes(k, array.shape, array.dtype, array.dtype, want.dtype, reach, kernel)

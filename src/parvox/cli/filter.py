@@ -25,8 +25,8 @@ prints one summary line: input, operation, shape, output, ranks and the filter's
 ``--memory SIZE`` (``2GiB``, ``512M``) streams a volume larger than memory: each rank filters
 its planes slab by slab within SIZE (:func:`parvox.ndimage.stream.stream_filter`), with the
 same result bit for bit. Operations with an unbounded reach (``distance``,
-``binary_fill_holes``, binary morphology with ``--iterations`` 0 or less, ``uniform``, whose
-running sum spans the whole line) and PNG files refuse it.
+``binary_fill_holes``, binary morphology with ``--iterations`` 0 or less, ``uniform`` of float
+data, whose running sum spans the whole line) and PNG files refuse it.
 
 Examples
 --------
@@ -189,10 +189,10 @@ def validate(args: argparse.Namespace) -> None:
         )
     fmt = check_out(args, _out_dtype(args.op, dtype or in_dtype), shape)
     if args.memory is not None:
-        _check_stream(args, len(shape), fmt)
+        _check_stream(args, len(shape), fmt, dtype or in_dtype)
 
 
-def _check_stream(args: argparse.Namespace, ndim: int, fmt: str) -> None:
+def _check_stream(args: argparse.Namespace, ndim: int, fmt: str, dtype: np.dtype) -> None:
     """``--memory``: a size, an operation with a finite reach, IN and OUT written in pieces
     (no PNG); else UsageError naming ``--memory``."""
     from parvox import io
@@ -201,7 +201,7 @@ def _check_stream(args: argparse.Namespace, ndim: int, fmt: str) -> None:
 
     try:
         name, kwargs, repeat = _call(args)
-        z_reach(name, ndim, kwargs, param="--memory", repeat=repeat)
+        z_reach(name, ndim, kwargs, param="--memory", repeat=repeat, dtype=dtype)
     except ParameterError as exc:
         raise UsageError("--memory", str(exc).removeprefix(f"{exc.param}: ")) from None
     if _is_png(args.input) or fmt == "png":

@@ -10,9 +10,9 @@ chained operations add up (``binary_opening`` erodes then dilates, ``iterations=
 
 Operations that depend on the whole array (``label``, ``distance_transform_edt``,
 ``binary_fill_holes``, binary morphology until nothing changes, the measurements) have no
-reach: :func:`z_reach` refuses them. So does ``uniform_filter`` along the first axis: scipy's
-running window sum makes every output depend on every earlier plane of its line, so only the
-whole line gives scipy's bits.
+reach: :func:`z_reach` refuses them. So does ``uniform_filter`` along the first axis of float
+data: scipy's running window sum makes every output depend on every earlier plane of its line,
+so only the whole line gives scipy's bits (sums of integers are exact, wherever they start).
 
 Examples
 --------
@@ -99,11 +99,25 @@ def _gaussians(name: str, args: dict[str, Any], ndim: int, param: str) -> tuple[
     return r, bool(ax) and wraps.pop()
 
 
+def _exact_sums(dtype: Any) -> bool:
+    """Whether scipy's running window sums of ``dtype`` values are exact in float64 (integers
+    of at most 32 bits), so that a line restarted anywhere gives the same outputs."""
+    return dtype is not None and np.dtype(dtype).kind in "biu" and np.dtype(dtype).itemsize <= 4
+
+
+def _name(dtype: Any) -> str:
+    return "float" if dtype is None else str(np.dtype(dtype))
+
+
 def z_reach(name: str, ndim: int, kwargs: Mapping[str, Any], *, param: str = "function",
-            repeat: int = 1) -> tuple[int, bool]:
+            repeat: int = 1, dtype: Any = None) -> tuple[int, bool]:
     """The reach of ``parvox.ndimage.<name>(x, **kwargs)`` along axis 0, and whether that axis
-    wraps (``mode="wrap"``), for an input of ``ndim`` axes; ``repeat`` applications in a row
-    reach ``repeat`` times as far.
+    wraps (``mode="wrap"``), for an input of ``ndim`` axes and ``dtype``; ``repeat``
+    applications in a row reach ``repeat`` times as far.
+
+    ``uniform_filter`` along axis 0 has a reach only for integer data of at most 32 bits
+    (``dtype``): scipy's running sum of such values is exact, so a line restarted at a slab's
+    halo gives scipy's outputs; of floats every output depends on the whole line before it.
 
     Raises
     ------
@@ -119,11 +133,12 @@ def z_reach(name: str, ndim: int, kwargs: Mapping[str, Any], *, param: str = "fu
     for other in ("output", "mask"):
         if args.get(other) is not None:
             raise ParameterError(param, f"{param}: a streamed {name} takes no {other}=")
-    r, wrap = _reach(name, args, ndim, param)
+    r, wrap = _reach(name, args, ndim, param, dtype)
     return r * int(repeat), wrap
 
 
-def _reach(name: str, args: dict[str, Any], ndim: int, param: str) -> tuple[int, bool]:
+def _reach(name: str, args: dict[str, Any], ndim: int, param: str,
+           dtype: Any) -> tuple[int, bool]:
     mode = args.get("mode", "constant")
     if name in ("gaussian_filter", "gaussian_filter1d", "gaussian_laplace",
                 "gaussian_gradient_magnitude"):
@@ -133,16 +148,22 @@ def _reach(name: str, args: dict[str, Any], ndim: int, param: str) -> tuple[int,
     if name in ("uniform_filter", "uniform_filter1d"):
         if name == "uniform_filter":
             ax = norm_axes(args["axes"], ndim)
-            size = per_axis(args["size"], len(ax), "size")[ax.index(0)] if 0 in ax else 1
+            i = ax.index(0) if 0 in ax else -1
+            size = per_axis(args["size"], len(ax), "size")[i] if i >= 0 else 1
+            origin = per_axis(args["origin"], len(ax), "origin")[i] if i >= 0 else 0
+            wrap = i >= 0 and axis_modes(mode, ax, ndim)[0] == "wrap"
         else:
-            size = args["size"] if operator.index(args["axis"]) % ndim == 0 else 1
-        if int(size) > 1:
+            on_z = operator.index(args["axis"]) % ndim == 0
+            size, origin = (args["size"], args["origin"]) if on_z else (1, 0)
+            wrap = on_z and parse_boundary_mode(mode) == "wrap"
+        if int(size) > 1 and not _exact_sums(dtype):
             raise ParameterError(
-                param, f"{param}: {name} along axis 0 cannot be streamed: scipy's running "
-                "window sum makes every output depend on every earlier plane of its line "
-                "(use size 1 along axis 0, or another filter such as correlate)"
+                param, f"{param}: {name} along axis 0 of {_name(dtype)} data cannot be "
+                "streamed: scipy's running window sum makes every output depend on every "
+                "earlier plane of its line (integer data of at most 32 bits stream exactly; "
+                "or use size 1 along axis 0)"
             )
-        return 0, False
+        return (reach(int(size), operator.index(origin)), wrap) if int(size) > 1 else (0, False)
     if name in ("correlate", "convolve"):
         ax = norm_axes(args["axes"], ndim)
         sizes, origins = expand_window(np.shape(args["weights"]), args["origin"], ax, ndim)

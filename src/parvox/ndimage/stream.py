@@ -22,7 +22,8 @@ Every output plane therefore sees the input it would see in memory: the result e
 writers that map their file (``.npy``, raw, TIFF, NIfTI) are opened for each slab, so the pages
 of one slab leave the resident set before the next. Operations without a finite reach
 (``label``, ``distance_transform_edt``, ``binary_fill_holes``, iterations until nothing
-changes, ``uniform_filter`` along axis 0, whose running sum spans the whole line) are refused
+changes, ``uniform_filter`` along axis 0 of float data, whose running sum spans the whole
+line) are refused
 with a ParameterError naming ``memory``: they are never loaded whole behind the budget's back.
 
 Examples
@@ -288,7 +289,8 @@ def stream_filter(
     except Exception as exc:  # raised on every rank by agree
         error = exc
     agree(error, f"opening {src}", c)
-    r, wrap = z_reach(name, len(shape), kwargs, param="memory", repeat=int(repeat))
+    r, wrap = z_reach(name, len(shape), kwargs, param="memory", repeat=int(repeat),
+                      dtype=work or in_dtype)
     probe = _apply(func, np.zeros((1,) * len(shape), in_dtype), int(repeat), work, kwargs)
     out_dtype = probe.dtype
     options = WriteOptions(chunks=parse_chunks(chunks, shape), levels=int(levels))
