@@ -20,8 +20,8 @@ budget per rank:
 Every output plane therefore sees the input it would see in memory: the result equals
 ``parvox.ndimage.<function>`` on the whole array (and so scipy's) bit for bit. Readers and
 writers that map their file (``.npy``, raw, TIFF, NIfTI) are opened for each slab, so the pages
-of one slab leave the resident set before the next. Operations without a finite reach
-(``label``, ``distance_transform_edt``, ``binary_fill_holes``, iterations until nothing
+of one slab leave the resident set before the next; the others are opened once. Operations
+without a finite reach (``label``, ``distance_transform_edt``, ``binary_fill_holes``, iterations until nothing
 changes, ``uniform_filter`` along axis 0 of float data, whose running sum spans the whole
 line) are refused
 with a ParameterError naming ``memory``: they are never loaded whole behind the budget's back.
@@ -332,9 +332,12 @@ def stream_filter(
     assert tmp is not None
     writer: ArrayWriter = writer_cls(tmp, shape, out_dtype, options)
     rest = tuple(slice(0, s) for s in shape[1:])
+    remap = fmt in _MAPPED  # a mapped output: its pages leave with each slab's close
     try:
         try:
             kept = None if mapped else open_reader(source)
+            if not remap:
+                writer.open()
             with progress_bar(progress, len(mine), desc=f"filtering {Path(src).name}",
                               unit="slab", comm=c) as bar:
                 for z0 in mine:
@@ -347,13 +350,17 @@ def stream_filter(
                             here.close()
                     result = _apply(func, block, int(repeat), work, kwargs)
                     del block
-                    writer.open()
+                    if remap:
+                        writer.open()
                     writer.write_box((slice(z0, z1), *rest), result[at : at + z1 - z0])
-                    writer.close()
+                    if remap:
+                        writer.close()
                     del result
                     bar.update()
             if kept is not None:
                 kept.close()
+            if not remap:
+                writer.close()
         except Exception as exc:  # raised on every rank by agree
             error = exc
         agree(error, f"filtering {src} into {out_name}", c)
