@@ -298,14 +298,16 @@ def stream_filter(
     unit = writer_cls(Path(out_name), shape, out_dtype, options).unit
     u0 = int(unit[0]) if unit else 1
     kernel = "binary" if name.startswith("binary_") else "separable"
+    # a writer whose boxes carry planes past them (a store's extent overlap): read as a halo
+    r_read = r + int(getattr(writer_cls, "halo", 0))
     try:
-        planes = slab_planes(memory, shape, in_dtype, work or in_dtype, out_dtype, r, u0,
+        planes = slab_planes(memory, shape, in_dtype, work or in_dtype, out_dtype, r_read, u0,
                              kernel=kernel)
     except ParameterError:
         if chunks is not None or u0 == 1:
             raise
         # the format's default chunk rows are too thick for the budget: thinner ones
-        planes = slab_planes(memory, shape, in_dtype, work or in_dtype, out_dtype, r, 1,
+        planes = slab_planes(memory, shape, in_dtype, work or in_dtype, out_dtype, r_read, 1,
                              kernel=kernel)
         options = WriteOptions(chunks=parse_chunks((planes, *unit[1:]), shape),
                                levels=int(levels))
@@ -333,6 +335,7 @@ def stream_filter(
     writer: ArrayWriter = writer_cls(tmp, shape, out_dtype, options)
     rest = tuple(slice(0, s) for s in shape[1:])
     remap = fmt in _MAPPED  # a mapped output: its pages leave with each slab's close
+    extra = int(getattr(writer, "halo", 0))  # a writer whose boxes carry planes past them
     try:
         try:
             kept = None if mapped else open_reader(source)
@@ -342,9 +345,10 @@ def stream_filter(
                               unit="slab", comm=c) as bar:
                 for z0 in mine:
                     z1 = min(z0 + planes, hi)
+                    past = min(extra, shape[0] - z1)  # planes past the box the writer takes
                     here = kept if kept is not None else open_reader(source)
                     try:
-                        block, at = _read_slab(here, z0, z1, r, wrap, level)
+                        block, at = _read_slab(here, z0, z1 + past, r, wrap, level)
                     finally:
                         if here is not kept:
                             here.close()
@@ -352,7 +356,8 @@ def stream_filter(
                     del block
                     if remap:
                         writer.open()
-                    writer.write_box((slice(z0, z1), *rest), result[at : at + z1 - z0])
+                    writer.write_box((slice(z0, z1), *rest),
+                                     result[at : at + z1 - z0 + past])
                     if remap:
                         writer.close()
                     del result
