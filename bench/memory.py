@@ -13,13 +13,13 @@ setup take a file-name prefix, ``"tiny-"`` for the baseline's input):
   384x320x352, 8 disks; the ``./run`` phantom is ``--shape 768,640,704``);
 - ``rfw-npy``: read a float32 ``.npy`` of ``--cube``^3 voxels (``DistArray.read_npy``), a
   3x3x3 ``uniform_filter``, write it back (``write_npy``);
-- ``stream``: ``parvox.ndimage.stream.stream_filter`` (``parvox filter --memory``), a
-  Gaussian of sigma 1.5 from a float32 ``.npy`` of (2.5 ``--cube``)^3 voxels (1 GiB by default)
-  to another, within a budget per rank of a quarter of the volume; a line after the table
-  prints the budget against the worst rank's peak at each rank count;
 - ``label``, ``edt``, ``fftn``: ``parvox.ndimage.label`` of a binary volume,
   ``distance_transform_edt`` of it, and ``parvox.fft.fftn`` of float32 noise, each read from a
   ``.npy`` first (``--cube``^3, default 256).
+- ``stream``: ``parvox.ndimage.stream.stream_filter`` (``parvox filter --memory``), a
+  Gaussian of sigma 1.5 from a float32 ``.npy`` of (2.5 ``--cube``)^3 voxels (1 GiB by default)
+  to another, within a budget per rank of a quarter of the volume; a line after the table
+  prints the budget against the worst rank's peak at each rank count.
 
 Prints a table (MB above baseline per rank: the worst rank), X per workload, and ends with
 ``ratio: worst per-rank peak above baseline at 4 ranks / (1-rank peak above baseline / 4) = X``
