@@ -16,6 +16,10 @@ setup take a file-name prefix, ``"tiny-"`` for the baseline's input):
 - ``label``, ``edt``, ``fftn``: ``parvox.ndimage.label`` of a binary volume,
   ``distance_transform_edt`` of it, and ``parvox.fft.fftn`` of float32 noise, each read from a
   ``.npy`` first (``--cube``^3, default 256).
+- ``stream``: ``parvox.ndimage.stream.stream_filter`` (``parvox filter --memory``), a
+  Gaussian of sigma 1.5 from a float32 ``.npy`` of (2.5 ``--cube``)^3 voxels (1 GiB by default)
+  to another, within a budget per rank of a quarter of the volume; a line after the table
+  prints the budget against the worst rank's peak at each rank count.
 
 Prints a table (MB above baseline per rank: the worst rank), X per workload, and ends with
 ``ratio: worst per-rank peak above baseline at 4 ranks / (1-rank peak above baseline / 4) = X``
@@ -130,6 +134,45 @@ def _fftn(work: Path, args: Any, prefix: str) -> None:
     fftn(DistArray.read_npy(work / f"{prefix}noise.npy"))
 
 
+def _stream_size(args: Any, prefix: str) -> tuple[int, int]:
+    """The ``stream`` workload's cube edge and budget per rank in bytes (a quarter of the
+    float32 volume; the baseline's tiny volume takes one slab)."""
+    if prefix:
+        return TINY, 8 * 2**20
+    edge = round(2.5 * args.cube)
+    return edge, edge**3 * 4 // 4
+
+
+def _setup_stream(work: Path, args: Any, prefix: str) -> None:
+    edge, _ = _stream_size(args, prefix)
+    out = np.lib.format.open_memmap(work / f"{prefix}stream.npy", "w+", np.float32, (edge,) * 3)
+    rng = np.random.default_rng(0)
+    for z in range(0, edge, 16):  # never the whole volume in memory
+        out[z : z + 16] = rng.random(out[z : z + 16].shape, dtype=np.float32)
+    out.flush()
+    del out
+
+
+@workload("stream", _setup_stream)
+def _stream(work: Path, args: Any, prefix: str) -> None:
+    from parvox.ndimage.stream import stream_filter
+
+    _, budget = _stream_size(args, prefix)
+    stream_filter(work / f"{prefix}stream.npy", work / f"{prefix}streamed.npy",
+                  "gaussian_filter", memory=budget, sigma=1.5, overwrite=True)
+
+
+def _stream_summary(args: Any, by_n: dict[int, list[float]]) -> str:
+    """Budget against the worst rank's peak above baseline at each rank count."""
+    edge, budget = _stream_size(args, "")
+    mib = budget / 2**20
+    peaks = {n: max(p) for n, p in by_n.items()}
+    verdict = "under" if max(peaks.values()) < mib else "OVER"
+    return (f"stream: budget {mib:.0f} MiB per rank on a {4 * mib:.0f} MiB volume ({edge}^3 "
+            f"float32); worst peak above baseline " + ", ".join(
+                f"{p:.0f} MiB at {n} rank(s)" for n, p in peaks.items()) + f": {verdict} the budget")
+
+
 # ---------------------------------------------------------------- driver
 
 
@@ -219,6 +262,8 @@ def main() -> None:
         print(f"{name:<10}{bases[name]:>10.0f}" + "".join(f"{c:>14}" for c in cells)
               + f"{ratios[name]:>7.2f}")
     _chart(rows, Path(__file__).parent / "results" / "memory.png")
+    if "stream" in rows:
+        print(_stream_summary(args, rows["stream"]))
     for name, x in ratios.items():
         print(f"  {name}: X = {x:.2f}")
     # the issue's line ends the output: the worst of the workloads with a target (the pyramid and

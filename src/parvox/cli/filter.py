@@ -22,6 +22,12 @@ OME-Zarr). PNG output holds integers and booleans only, so a float result must g
 format; that is checked before anything runs. Rank 0
 prints one summary line: input, operation, shape, output, ranks and the filter's time.
 
+``--memory SIZE`` (``2GiB``, ``512M``) streams a volume larger than memory: each rank filters
+its planes slab by slab within SIZE (:func:`parvox.ndimage.stream.stream_filter`), with the
+same result bit for bit. Operations with an unbounded reach (``distance``,
+``binary_fill_holes``, binary morphology with ``--iterations`` 0 or less, ``uniform`` of float
+data, whose running sum spans the whole line) and PNG files refuse it.
+
 Examples
 --------
 .. code-block:: console
@@ -31,6 +37,7 @@ Examples
     $ parvox filter mask.png open.png --op binary_opening --iterations 3 -n 4
     $ parvox filter mask.png dist.npy --op distance -n 4
     $ parvox filter in.ome.zarr smooth.store --op gaussian --sigma 2 --levels 3 -n 4
+    $ parvox filter big.zarr smooth.ome.zarr --op gaussian --sigma 2 --memory 2GiB -n 4
 """
 
 from __future__ import annotations
@@ -51,6 +58,7 @@ from parvox.cli._common import (
     write_output,
 )
 from parvox.distarray import MODES, parse_boundary_mode
+from parvox.errors import ParameterError
 
 __all__ = ["HELP", "OPS", "add_arguments", "run", "validate"]
 
@@ -115,6 +123,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--dtype", default=None,
         help="convert the input to this NumPy dtype before filtering (e.g. float32)",
     )
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress bar (--memory)")
+    parser.add_argument(
+        "--memory", default=None, metavar="SIZE",
+        help="stream IN slab by slab within SIZE per rank (e.g. 2GiB, 512M), for volumes "
+             "larger than memory",
+    )
 
 
 def _out_dtype(op: str, dtype: np.dtype) -> np.dtype:
@@ -129,6 +144,13 @@ def validate(args: argparse.Namespace) -> None:
     """Check the command line without touching MPI; raise :class:`UsageError`."""
     if args.op not in OPS:
         raise UsageError("--op", f"unknown filter {args.op!r}; choose one of {', '.join(OPS)}")
+    if args.memory is not None:
+        from parvox.ndimage._memory import parse_bytes
+
+        try:
+            parse_bytes(args.memory, "--memory")
+        except ParameterError as exc:
+            raise UsageError("--memory", str(exc).removeprefix("--memory: ")) from None
     for param in _DEFAULTS:
         if getattr(args, param) is not None and param not in OPS[args.op]:
             takes = ", ".join(f"--{p}" for p in OPS[args.op]) or "no parameters"
@@ -165,7 +187,30 @@ def validate(args: argparse.Namespace) -> None:
             "--axis",
             f"must be in [-{len(shape)}, {len(shape)}) for IN's {len(shape)} axes, got {args.axis}",
         )
-    check_out(args, _out_dtype(args.op, dtype or in_dtype), shape)
+    fmt = check_out(args, _out_dtype(args.op, dtype or in_dtype), shape)
+    if args.memory is not None:
+        _check_stream(args, len(shape), fmt, dtype or in_dtype)
+
+
+def _check_stream(args: argparse.Namespace, ndim: int, fmt: str, dtype: np.dtype) -> None:
+    """``--memory``: a size, an operation with a finite reach, IN and OUT written in pieces
+    (no PNG); else UsageError naming ``--memory``."""
+    from parvox import io
+    from parvox.cli._common import _is_png
+    from parvox.ndimage._reach import z_reach
+
+    try:
+        name, kwargs, repeat = _call(args)
+        z_reach(name, ndim, kwargs, param="--memory", repeat=repeat, dtype=dtype)
+    except ParameterError as exc:
+        raise UsageError("--memory", str(exc).removeprefix(f"{exc.param}: ")) from None
+    if _is_png(args.input) or fmt == "png":
+        path = args.input if _is_png(args.input) else args.output
+        raise UsageError("--memory", f"{path}: a PNG image is read and written whole; stream "
+                                     ".npy, .tif, .nii, .zarr or .ome.zarr")
+    if io.FORMATS[fmt].writer is None:
+        raise UsageError("--memory", f"{args.output}: a {fmt} output cannot be written slab "
+                                     "by slab; write .zarr, .ome.zarr, .npy, .tif or .nii")
 
 
 def _describe(args: argparse.Namespace) -> str:
@@ -174,31 +219,38 @@ def _describe(args: argparse.Namespace) -> str:
     return f"{args.op} ({params})" if params else args.op
 
 
+def _call(args: argparse.Namespace) -> tuple[str, dict[str, Any], int]:
+    """The operation as a :mod:`parvox.ndimage` function's name, its keywords, and how many
+    times it is applied in a row."""
+    op, mode = args.op, args.mode
+    if op in ("gaussian", "gaussian_laplace", "gaussian_gradient_magnitude"):
+        name = "gaussian_filter" if op == "gaussian" else op
+        return name, {"sigma": args.sigma, "mode": mode, "truncate": _TRUNCATE}, 1
+    if op in ("sobel", "prewitt"):
+        return op, {"axis": args.axis, "mode": mode}, 1
+    if op == "laplace":
+        return op, {"mode": mode}, 1
+    if op == "percentile":
+        return "percentile_filter", {"percentile": args.percentile, "size": args.size,
+                                     "mode": mode}, 1
+    if op == "binary_fill_holes":
+        return op, {}, 1
+    if op.startswith("binary_"):
+        return op, {"iterations": args.iterations}, 1
+    if op.startswith("grey_"):
+        return op, {"size": args.size, "mode": mode}, args.iterations
+    if op == "distance":
+        return "distance_transform_edt", {}, 1
+    return f"{op}_filter", {"size": args.size, "mode": mode}, 1
+
+
 def _apply(d: Any, args: argparse.Namespace) -> Any:
     from parvox import ndimage
 
-    op, mode = args.op, args.mode
-    if op == "gaussian":
-        return ndimage.gaussian_filter(d, args.sigma, mode=mode, truncate=_TRUNCATE)
-    if op in ("sobel", "prewitt"):
-        return getattr(ndimage, op)(d, axis=args.axis, mode=mode)
-    if op == "laplace":
-        return ndimage.laplace(d, mode=mode)
-    if op in ("gaussian_laplace", "gaussian_gradient_magnitude"):
-        return getattr(ndimage, op)(d, args.sigma, mode=mode, truncate=_TRUNCATE)
-    if op == "percentile":
-        return ndimage.percentile_filter(d, args.percentile, size=args.size, mode=mode)
-    if op.startswith("binary_") and op != "binary_fill_holes":
-        return getattr(ndimage, op)(d, iterations=args.iterations)
-    if op == "binary_fill_holes":
-        return ndimage.binary_fill_holes(d)
-    if op.startswith("grey_"):
-        for _ in range(args.iterations):
-            d = getattr(ndimage, op)(d, size=args.size, mode=mode)
-        return d
-    if op == "distance":
-        return ndimage.distance_transform_edt(d)
-    return getattr(ndimage, f"{op}_filter")(d, size=args.size, mode=mode)
+    name, kwargs, repeat = _call(args)
+    for _ in range(repeat):
+        d = getattr(ndimage, name)(d, **kwargs)
+    return d
 
 
 def run(args: argparse.Namespace) -> int:
@@ -213,6 +265,8 @@ def run(args: argparse.Namespace) -> int:
     from parvox import comm
 
     c = comm.world()
+    if args.memory is not None:
+        return _stream(args, c)
     shape, dtype = check_in(args)
     # halos reach as many blocks as they need: one slab per rank
     _check_memory(args, shape, dtype, c)
@@ -228,6 +282,34 @@ def run(args: argparse.Namespace) -> int:
         print(f"parvox filter: {args.input} {shape} {dtype} -> {_describe(args)} -> "
               f"{args.output} {out.dtype}, {plural(c.Get_size(), 'rank')}, {seconds:.3f} s",
               flush=True)
+    return 0
+
+
+def _stream(args: argparse.Namespace, c: Any) -> int:
+    """``--memory``: filter IN into OUT slab by slab (:func:`parvox.ndimage.stream.stream_filter`)."""
+    import time
+
+    from parvox.ndimage.stream import stream_filter
+
+    name, kwargs, repeat = _call(args)
+    c.Barrier()
+    t0 = time.perf_counter()
+    try:
+        done = stream_filter(
+            args.input, args.output, name, memory=args.memory, repeat=repeat, dtype=args.dtype,
+            level=args.level, format=args.format, levels=args.levels,
+            overwrite=bool(args.overwrite), progress=not args.no_progress, comm=c, **kwargs,
+        )
+    except ParameterError as exc:
+        if exc.param != "memory":
+            raise
+        raise UsageError("--memory", str(exc).removeprefix("memory: ")) from None
+    seconds = time.perf_counter() - t0
+    if c.Get_rank() == 0:
+        print(f"parvox filter: {args.input} {done.shape} -> {_describe(args)} -> {args.output} "
+              f"{done.dtype}, {plural(c.Get_size(), 'rank')}, {plural(done.slabs, 'slab')} of "
+              f"{plural(done.planes, 'plane')} (halo {done.reach}) within {args.memory} per "
+              f"rank, {seconds:.3f} s", flush=True)
     return 0
 
 

@@ -26,6 +26,7 @@ True
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +42,7 @@ __all__ = [
     "ENV",
     "available_bytes",
     "check_fits",
+    "parse_bytes",
     "filter_bytes",
     "format_bytes",
     "ranks_on_node",
@@ -69,6 +71,30 @@ def format_bytes(n: float) -> str:
     return f"{n:.1f} TiB"
 
 
+def parse_bytes(text: Any, param: str) -> int:
+    """A positive size in bytes: a number with an optional binary unit (``K``, ``M``, ``G``,
+    ``T``, also spelt ``KiB``, ``MB``...; all powers of 1024), else a ParameterError naming
+    ``param``.
+
+    Examples
+    --------
+    >>> parse_bytes("2GiB", "memory"), parse_bytes("512M", "memory"), parse_bytes(4096, "m")
+    (2147483648, 536870912, 4096)
+    >>> try:
+    ...     parse_bytes("-1GiB", "--memory")
+    ... except ValueError as exc:
+    ...     print(exc)
+    --memory: expected a size in bytes > 0 such as 2GiB or 512M, got '-1GiB'
+    """
+    found = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([KMGT]?)(?:I?B)?\s*", str(text).upper())
+    size = int(float(found.group(1)) * _SUFFIX[found.group(2)]) if found else 0
+    if size < 1:
+        raise ParameterError(
+            param, f"{param}: expected a size in bytes > 0 such as 2GiB or 512M, got {text!r}"
+        )
+    return size
+
+
 def available_bytes() -> int:
     """Memory available to new work on this node (``PARVOX_MEMORY_AVAILABLE`` overrides).
 
@@ -77,14 +103,9 @@ def available_bytes() -> int:
     >>> available_bytes() > 0
     True
     """
-    forced = os.environ.get(ENV, "").strip().upper()
+    forced = os.environ.get(ENV, "").strip()
     if forced:
-        unit = forced[-1] if forced[-1] in _SUFFIX else ""
-        number = forced[: len(forced) - len(unit)]
-        try:
-            return int(float(number) * _SUFFIX[unit])
-        except ValueError:
-            raise ParameterError(ENV, f"{ENV} must be bytes (e.g. 512M, 4G), got {forced!r}") from None
+        return parse_bytes(forced, ENV)
     try:
         with open("/proc/meminfo") as f:
             for line in f:
