@@ -77,8 +77,9 @@ def grid_of(quick: bool) -> tuple[tuple[int, int, int], float, int]:
 
 
 # -- the MPI workers ---------------------------------------------------------------------------
-def _acquisition(quick: bool, comm: Any) -> tuple[Any, Any]:
-    """The acquisition and sensitivity image (simulated once, kept under bench/results)."""
+def _acquisition(quick: bool, comm: Any, events: int | None = None) -> tuple[Any, Any]:
+    """The acquisition (``events`` per subset, by default :func:`grid_of`'s) and the
+    sensitivity image, simulated once and kept under bench/results."""
     from osem import bench_scanner  # bench/osem.py: the scanner for this image
 
     from parvox.recon import (
@@ -89,22 +90,24 @@ def _acquisition(quick: bool, comm: Any) -> tuple[Any, Any]:
         simulate_acquisition,
     )
 
-    shape, voxel, events = grid_of(quick)
+    shape, voxel, default = grid_of(quick)
+    events = events or default
     scanner = bench_scanner()
     grid = ImageGrid(shape, (voxel,) * 3)
     base = RESULTS / "seed000" / ("quick" if quick else "full")
+    data = base / ("data" if events == default else f"data-{events}")
     ok = None
     if comm.Get_rank() == 0:
         try:
-            acq = Acquisition.load(base / "data")
+            acq = Acquisition.load(data)
             ok = acq.scanner == scanner and acq.grid == grid
         except (ValueError, OSError):
             ok = False
     if comm.bcast(ok, root=0):
-        acq = Acquisition.load(base / "data")
+        acq = Acquisition.load(data)
     else:
         phantom = make_phantom("iec", grid, radius=scanner.radius)
-        acq = simulate_acquisition(base / "data", phantom, scanner,
+        acq = simulate_acquisition(data, phantom, scanner,
                                    counts=SUBSETS * events / 0.685, seed=2024,
                                    attenuation=False, comm=comm)
     sens, _, _ = cached_sensitivity(base, scanner, grid, method="joseph", comm=comm)
