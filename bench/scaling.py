@@ -163,7 +163,7 @@ def size_at(w: Workload, base: int, p: int, weak: bool) -> int:
     """The problem size at ``p`` ranks."""
     if not weak or w.dims == 0:
         return base
-    return int(round(base * p ** (1.0 / w.dims)))
+    return round(base * p ** (1.0 / w.dims))
 
 
 def worker(args: argparse.Namespace) -> None:
@@ -289,11 +289,15 @@ def main(argv: list[str] | None = None) -> int:
     if not ranks:
         parser.error(f"no rank count to run on {cores()} cores (--oversubscribe?)")
     kind = "weak" if args.weak else "strong"
+    skipped = [r for r in parse_ranks(args.ranks) if r not in ranks]
+    note = (f" Not run: {skipped} ranks, above this machine's {cores()} cores at "
+            f"{args.threads} thread(s) per rank (`--oversubscribe` runs them)." if skipped
+            else "")
     rep = Report(f"Scaling on {m['host']}",
                  f"`python bench/scaling.py {' '.join(args.bench)} --ranks {args.ranks} "
                  f"--threads {args.threads}{' --weak' if args.weak else ''}"
                  f"{' --quick' if args.quick else ''}` on {machine_line(m)}; {kind} scaling, "
-                 f"ranks {ranks}, each the slowest rank's time, median of {args.repeats}.")
+                 f"ranks {ranks}, each the slowest rank's time, median of {args.repeats}.{note}")
     for name in names:
         rows = sweep(name, ranks, args)
         print(table(name, rows, args.weak), flush=True)

@@ -248,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
             cells += [f"{d_max}:{v}:{c}:1" for v in ("fig10", "fig7/b16", "fig7/b16/c8")
                       for c in ("off", "on")]
         progress(f"seed 002: {s} server(s) + 1 client, {len(cells)} cells")
-        rows += run_part(HERE, s + 1, common + ["--cells", ";".join(cells)])["rows"]
+        rows += run_part(HERE, s + 1, [*common, "--cells", ";".join(cells)])["rows"]
     out: Path = args.out
     rep = Report(
         "Seed 002 reproduced: the slice server against servers x disks, cache and zoom",

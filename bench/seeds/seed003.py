@@ -393,7 +393,10 @@ def scenario_cost(name: str, p: int, rpn: int, t1: Callable[[str, float], float]
     transfer of a round counts once; a rank's sequential transfers add). ``t1(kind, f)`` is
     the single-trip time of a fraction ``f`` of the array, IN or BETWEEN."""
     nodes = -(-p // rpn)
-    kind = (lambda a, b: "IN" if a // rpn == b // rpn else "BETWEEN")
+
+    def kind(a: int, b: int) -> str:
+        return "IN" if a // rpn == b // rpn else "BETWEEN"
+
     if name == "S1":
         return sum(t1(kind(0, r), 1 / p) for r in range(1, p)) + \
             sum(t1(kind(0, r), 1.0) for r in range(1, p))
