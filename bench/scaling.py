@@ -5,16 +5,16 @@
 ``BENCH`` is one of :data:`WORKLOADS` (``filters``, ``label``, ``fft``, ``poisson``, ``osem``,
 ``compositing``, ``slicing``) or ``all``. Each workload is the one of its benchmark under
 ``bench/`` (the same input and call: ``filters.py``'s image and filters, ``label.py``'s volume,
-``fft.py``'s input, ``poisson.py``'s right-hand side, seed 000's OSEM acquisition, an RGBA
-layer per rank composited by ``parvox.compositing``, seed 002's successive diagonal
+``fft.py``'s input, ``poisson.py``'s right-hand side, seed 000's OSEM acquisition, RGBA
+layers (blocks dealt to the ranks) composited by ``parvox.compositing``, seed 002's successive diagonal
 slices of the phantom), sized for a sweep: one ``mpiexec`` job per rank count, the operation timed on
 already-distributed data, barrier to barrier, the slowest rank, median of ``--repeats``.
 
 * strong scaling (default): the same problem at every rank count; speed-up ``t_b b / t_P``
   over the smallest count ``b`` run (1 normally), efficiency speed-up / P;
 * ``--weak``: the problem grows with P (an image's side by sqrt(P), a volume's by cbrt(P),
-  OSEM's events by P, a slice's side by sqrt(P)); efficiency ``t_b / t_P``. Compositing has one
-  layer per rank either way (its problem grows with P by nature).
+  OSEM's events by P, a slice's side by sqrt(P), compositing's layers 4 per rank);
+  efficiency ``t_b / t_P``.
 
 Rank counts above the machine's cores are skipped, with a line saying so, unless
 ``--oversubscribe``. ``--threads T`` gives each rank T threads (``PARVOX_THREADS``, numba).
@@ -128,7 +128,8 @@ def _compositing(comm: Any, n: int, args: argparse.Namespace) -> Callable[[], An
     from parvox.blocks import Master
     from parvox.compositing import composite, premultiply
 
-    m = Master(comm.Get_size())
+    layers = 4 * comm.Get_size() if args.weak else LAYERS  # blocks, dealt to the ranks
+    m = Master(layers)
     rng = np.random.default_rng(comm.Get_rank())
     images = {g: premultiply(rng.random((n, n, 4), dtype=np.float32)) for g in m.gids}
     return lambda: composite(m, images, gather=None)
@@ -152,9 +153,12 @@ WORKLOADS: dict[str, Workload] = {
     "fft": Workload(_fft, (64, 128), 3, "volume side"),
     "poisson": Workload(_poisson, (64, 128), 3, "grid side, 20 CG iterations"),
     "osem": Workload(_osem, (5_000, 20_000), 1, "events per subset, 10 subsets"),
-    "compositing": Workload(_compositing, (512, 1024), 0, "image side, one layer per rank"),
+    "compositing": Workload(_compositing, (512, 1024), 0,
+                            "image side; 16 layers (weak: 4 per rank), k = 8"),
     "slicing": Workload(_slicing, (192, 384), 2, "slice side, 4 slices"),
 }
+#: RGBA layers composited in a strong sweep (blocks of ``parvox.blocks``, dealt to the ranks)
+LAYERS = 16
 #: the slicing workload's phantom (z, y, x), quick and full, striped over 16 disks
 SLICING_SHAPE = ((136, 256, 256), (272, 512, 512))
 
@@ -201,10 +205,9 @@ def sweep(name: str, ranks: list[int], args: argparse.Namespace) -> list[dict[st
     for p in ranks:
         size = size_at(w, base, p, args.weak)
         progress(f"scaling {name}: {p} rank(s) x {args.threads} thread(s), {w.unit} {size}")
+        flags = (["--quick"] if args.quick else []) + (["--weak"] if args.weak else [])
         fig = run_part(Path(__file__), p, ["--worker", name, "--size", str(size), "--repeats",
-                                           str(args.repeats)] + (["--quick"] if args.quick
-                                                                 else []),
-                       threads=args.threads)
+                                           str(args.repeats), *flags], threads=args.threads)
         rows.append({"ranks": p, "size": size, "seconds": fig["seconds"]})
     b = rows[0]
     for r in rows:
@@ -309,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
                   [[r["ranks"], r["size"], r["seconds"], r["speedup"], r["efficiency"]]
                    for r in rows])
         rep.figure(path, f"{name} {kind} scaling")
-    rep.para(f"Sweep time: {time.perf_counter() - t0:.0f} s.")
+    rep.footer(t0)
     if args.md:
         rep.write(args.md)
     return 0

@@ -174,6 +174,12 @@ class Report:
     def figure(self, path: Path, caption: str) -> None:
         self.lines += [f"![{caption}]({path.name})", ""]
 
+    def footer(self, t_start: float) -> None:
+        """The closing line: how long the script ran and the load it ran under."""
+        self.para(f"Run time of this script: {time.perf_counter() - t_start:.0f} s; load "
+                  f"average at the end {os.getloadavg()[0]:.1f} (the machine is shared: "
+                  "compare figures within one report only).")
+
     def text(self) -> str:
         return "\n".join(self.lines).rstrip() + "\n"
 

@@ -242,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     _figs123(rep, blocks, out)
     _radix(rep, radix, out)
     _fig5(rep, parts, out)
-    rep.para(f"Run time of this script: {time.perf_counter() - t_start:.0f} s.")
+    rep.footer(t_start)
     rep.write(out / "seed001.md")
     return 0
 

@@ -265,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     _grid(rep, rows, servers, disks, out)
     _util(rep, rows)
     _variants(rep, rows)
-    rep.para(f"Run time of this script: {time.perf_counter() - t_start:.0f} s.")
+    rep.footer(t_start)
     rep.write(out / "seed002.md")
     return 0
 

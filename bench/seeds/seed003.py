@@ -469,7 +469,7 @@ def main(argv: list[str] | None = None) -> int:
     _fig1(rep, res, out)
     _table2(rep, res, rpn)
     _table3(rep, res)
-    rep.para(f"Run time of this script: {time.perf_counter() - t_start:.0f} s.")
+    rep.footer(t_start)
     rep.write(out / "seed003.md")
     return 0
 
@@ -530,7 +530,9 @@ def _fig1(rep: Report, res: dict[int, Any], out: Path) -> None:
     rep.para("The seed (8 CPUs, N = 10): serial 8 N T, parallel (14 + N) T, speed-up "
              "8 / (1 + 14 / N); total idle time 2 x 2 x 3 x 7 = 84 T, 10.5 T per node, 12 T "
              "per non-root node. Measured speed-up here is P N T over the measured time "
-             "(the serial time of the same work).")
+             "(the serial time of the same work). T is one send of 1/P from the root to the "
+             "last rank (between nodes when P > ranks per node); sends to the root's own node "
+             "are faster, so the measured time falls below the model there.")
     ax.set_xlabel("N (work units of T)")
     ax.set_ylabel("speed-up")
     ax.set_xscale("log")

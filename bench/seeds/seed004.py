@@ -229,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     _compression(rep, res, out)
     _overlap(rep, res, nfft, npois, args.iterations, out)
     _skew(rep, res, out)
-    rep.para(f"Run time of this script: {time.perf_counter() - t_start:.0f} s.")
+    rep.footer(t_start)
     rep.write(out / "seed004.md")
     return 0
 
