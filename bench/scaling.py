@@ -43,6 +43,7 @@ from _common import (  # noqa: E402
     machine,
     machine_line,
     parse_ranks,
+    phantom_store,
     plt,
     progress,
     run_part,
@@ -182,17 +183,8 @@ def worker(args: argparse.Namespace) -> None:
 
 def ensure_slicing_store(quick: bool) -> None:
     """The phantom store of the slicing workload (made once)."""
-    from parvox.volume import Phantom, VolumeStore, ingest
-
-    shape = SLICING_SHAPE[0 if quick else 1]
-    store = RESULTS / "scaling" / ("store-quick" if quick else "store")
-    try:
-        if VolumeStore(store).meta.shape == shape:
-            return
-    except Exception:
-        pass
-    progress(f"scaling: building the slicing phantom {store} ({shape} RGB, 16 disks)")
-    ingest(Phantom(shape, rgb=True), store, ndisks=16, overwrite=True)
+    phantom_store(RESULTS / "scaling" / ("store-quick" if quick else "store"),
+                  SLICING_SHAPE[0 if quick else 1], 16)
 
 
 def sweep(name: str, ranks: list[int], args: argparse.Namespace) -> list[dict[str, Any]]:

@@ -30,8 +30,8 @@ from _shared import run_worker_report, save_figure  # noqa: E402
 
 RESULTS = BENCH / "results"
 
-__all__ = ["BENCH", "RESULTS", "Report", "cores", "machine", "parse_ranks", "progress",
-           "run_part", "save_figure", "span", "usable_ranks"]
+__all__ = ["BENCH", "RESULTS", "Report", "cores", "machine", "parse_ranks", "phantom_store",
+           "progress", "run_part", "save_figure", "span", "usable_ranks"]
 
 
 def cores() -> int:
@@ -99,6 +99,22 @@ def run_part(script: str | os.PathLike[str], nranks: int, args: Sequence[str],
         report = Path(tmp) / "report.json"
         argv = [str(script), *args, "--report", str(report)]
         return run_worker_report(nranks, argv, report, threads=threads)
+
+
+def phantom_store(store: Path, shape: tuple[int, int, int], ndisks: int) -> Path:
+    """The RGB phantom (``parvox.volume.Phantom``) striped over ``ndisks`` disks at ``store``,
+    ingested on first use and kept (rebuilt when its shape or disk count differs)."""
+    from parvox.volume import Phantom, VolumeStore, ingest
+
+    try:
+        meta = VolumeStore(store).meta
+        if meta.shape == shape and meta.ndisks == ndisks:
+            return store
+    except Exception:  # missing or unreadable: build it
+        pass
+    progress(f"building the phantom store {store} ({shape} RGB, {ndisks} disks)")
+    ingest(Phantom(shape, rgb=True), store, ndisks=ndisks, overwrite=True)
+    return store
 
 
 def write_json(path: str | os.PathLike[str], data: Any) -> None:
