@@ -278,6 +278,10 @@ def main(argv: list[str] | None = None) -> int:
     fit = [r for r in parse_ranks(args.ranks) if r * args.threads <= cores()]
     ranks = usable_ranks(parse_ranks(args.ranks), args.oversubscribe or False, "scaling: ")
     if not args.oversubscribe and args.threads > 1:
+        over = [r for r in ranks if r not in fit]
+        if over:
+            progress(f"scaling: skipping {over} ranks: {args.threads} threads each exceed "
+                     f"this machine's {cores()} cores (--oversubscribe to run them anyway)")
         ranks = [r for r in ranks if r in fit]
         if not ranks:
             parser.error(f"no rank count fits {cores()} cores at {args.threads} threads")
