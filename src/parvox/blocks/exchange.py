@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from parvox.blocks import _transport
-from parvox.blocks.master import Master, Proxy
+from parvox.blocks.master import Link, Master, Proxy
 from parvox.tags import BLOCKS_IEXCHANGE
 
 __all__ = ["ExchangeStats", "exchange_rounds", "iexchange"]
@@ -106,7 +106,8 @@ def exchange_rounds(master: Master, callback: Callable[[Any, Proxy], Any]) -> Ex
     round), then *all* ranks exchange with all their neighbours (:meth:`Master.exchange`, one
     message set per neighbour rank, empty or not), and a reduction tells whether any block
     anywhere still has input. Same results as :func:`iexchange`; kept as the baseline of
-    ``bench/seeds/seed001.py``.
+    ``bench/seeds/seed001.py``. Its :class:`ExchangeStats` counts rounds as phases and one
+    message set per neighbour rank and round.
 
     Examples
     --------
@@ -126,6 +127,9 @@ def exchange_rounds(master: Master, callback: Callable[[Any, Proxy], Any]) -> Ex
     from mpi4py import MPI
 
     stats = ExchangeStats()
+    # Master.exchange sends one message set to, and receives one from, every neighbour rank
+    peers = {master.rank_of(t) for g in master.gids
+             for t in master.links.get(g, Link()).gids} - {master.rank}
     todo = list(master.gids)
     while True:
         stats.phases += 1
@@ -133,6 +137,8 @@ def exchange_rounds(master: Master, callback: Callable[[Any, Proxy], Any]) -> Ex
             stats.passes += 1
             master.foreach(callback, gids=todo)
         master.exchange()
+        stats.messages_sent += len(peers)
+        stats.messages_received += len(peers)
         todo = _pending(master)
         if not master.comm.allreduce(1 if todo else 0, op=MPI.MAX):
             return stats
