@@ -21,10 +21,19 @@ ONE_THREAD = {
 }
 
 
+def thread_env(threads: int) -> dict[str, str]:
+    """The environment variables giving each rank ``threads`` threads (parvox's kernels,
+    numba, OpenMP and BLAS); ``ONE_THREAD`` for 1."""
+    n = str(threads)
+    return {**{name: n for name in ONE_THREAD}, "PARVOX_THREADS": n}
+
+
 def run_worker_report(
-    nranks: int, argv: Sequence[str], report: str | os.PathLike[str], echo: bool = False
+    nranks: int, argv: Sequence[str], report: str | os.PathLike[str], echo: bool = False,
+    threads: int = 1,
 ) -> Any:
-    """Run ``python argv...`` on ``nranks`` single-threaded ranks; the JSON it wrote to ``report``.
+    """Run ``python argv...`` on ``nranks`` ranks of ``threads`` threads each (one by
+    default); the JSON it wrote to ``report``.
 
     With ``echo`` the worker's output (its progress bars) goes straight to the terminal;
     otherwise it is kept and shown only when the job fails. Either way a failed job exits the
@@ -32,7 +41,7 @@ def run_worker_report(
     """
     from parvox.launch import launch_command
 
-    env = dict(os.environ, **ONE_THREAD)
+    env = dict(os.environ, **thread_env(threads))
     proc = subprocess.run(launch_command(nranks, list(argv)), env=env, capture_output=not echo,
                           text=True)
     if proc.returncode != 0:

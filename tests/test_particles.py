@@ -97,5 +97,10 @@ def test_trace_over_blocks_equals_the_serial_trace():
             allp.update(part)
         assert sorted(allp) == list(range(len(seeds)))
         np.testing.assert_array_equal(np.array([allp[i] for i in range(len(seeds))]), ref)
+        # the synchronous baseline (all ranks exchange every round) ends the same
+        sync = trace(Master(3 * size, "round_robin"), field, seeds, steps, h, root=0,
+                     synchronous=True)
+        if rank == 0:
+            assert np.abs(sync - ref).max() <= 1e-9
     with pytest.raises(ValueError, match="narrowest block"):
         trace(Master(27), abc_field(8), seed_points(abc_field(), 3), 5, 2.0)

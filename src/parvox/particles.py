@@ -41,7 +41,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from parvox.blocks.exchange import ExchangeStats, iexchange
+from parvox.blocks.exchange import ExchangeStats, exchange_rounds, iexchange
 from parvox.blocks.master import Master, Proxy, RegularDecomposer
 from parvox.comm import ParvoxError
 
@@ -337,6 +337,7 @@ def trace(
     arrivals: int = 1,
     root: int | None = 0,
     stats: list[ExchangeStats] | None = None,
+    synchronous: bool = False,
 ) -> np.ndarray | dict[int, np.ndarray] | None:
     """Trace streamlines from ``seeds`` through blocks; particles move by neighbour exchange.
 
@@ -359,6 +360,10 @@ def trace(
         returns this rank's finished particles ``{id: end point}``.
     stats : list, optional
         Receives this rank's :class:`~parvox.blocks.ExchangeStats`.
+    synchronous : bool
+        Move particles in lock-step rounds where all ranks exchange every round
+        (:func:`~parvox.blocks.exchange_rounds`, the baseline seed 001 compares with;
+        ``arrivals`` is then unused) instead of :func:`~parvox.blocks.iexchange`.
 
     Returns
     -------
@@ -425,7 +430,7 @@ def trace(
             for t in np.unique(targets):
                 cp.enqueue(int(t), p[moving[targets == t]])
 
-    st = iexchange(master, work, arrivals=arrivals)
+    st = exchange_rounds(master, work) if synchronous else iexchange(master, work, arrivals=arrivals)
     if stats is not None:
         stats.append(st)
     finished = [a for _, b in master for a in b.done if len(a)]

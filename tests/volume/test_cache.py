@@ -83,3 +83,24 @@ def test_corrupted_slot_in_a_batch_raises_and_the_reader_goes_on(tmp_path, threa
         assert len(dict(reader.read_many(good))) == len(good)
         with pytest.raises(ChecksumError):
             reader.get(bad)  # never cached
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_disk_mbps_emulates_parallel_disks_at_a_rate(tmp_path, threads):
+    import time
+
+    store = _store(tmp_path, ndisks=4)
+    keys = list(store.layout.extents())
+    slot = store.meta.slot_bytes
+    per_disk = {d: sum(1 for k in keys if store.span(*k)[0] == d) for d in range(4)}
+    mbps = slot * 40 / 1e6  # 40 extents per second per disk
+    with ExtentReader(store, cache_bytes=0, threads=threads, disk_mbps=mbps) as reader:
+        t0 = time.perf_counter()
+        got = dict(reader.read_many(keys))
+        dt = time.perf_counter() - t0
+    for k in keys:  # same data
+        np.testing.assert_array_equal(got[k], store.read_extent(*k))
+    # the disks work at once: the busiest one sets the time, not the sum
+    assert max(per_disk.values()) / 40 <= dt < sum(per_disk.values()) / 40
+    with pytest.raises(ValueError, match="disk_mbps"):
+        ExtentReader(store, disk_mbps=-1)

@@ -16,7 +16,7 @@ Examples
 4
 """
 
-from parvox.blocks.exchange import ExchangeStats, iexchange
+from parvox.blocks.exchange import ExchangeStats, exchange_rounds, iexchange
 from parvox.blocks.master import Link, Master, Proxy, RegularDecomposer
 from parvox.blocks.partners import (
     RegularMergePartners,
@@ -44,6 +44,7 @@ __all__ = [
     "RegularSwapPartners",
     "SwapPiece",
     "factor_k_values",
+    "exchange_rounds",
     "iexchange",
     "merge_reduce",
     "parse_k_values",

@@ -46,10 +46,10 @@ from typing import Any
 import numpy as np
 
 from parvox.blocks import _transport
-from parvox.blocks.master import Master, Proxy
+from parvox.blocks.master import Link, Master, Proxy
 from parvox.tags import BLOCKS_IEXCHANGE
 
-__all__ = ["ExchangeStats", "iexchange"]
+__all__ = ["ExchangeStats", "exchange_rounds", "iexchange"]
 
 _EXCHANGE_TAG = BLOCKS_IEXCHANGE.base
 
@@ -96,6 +96,52 @@ def _compute(
         master._deliver(local)
         todo = _pending(master)
     return out
+
+
+def exchange_rounds(master: Master, callback: Callable[[Any, Proxy], Any]) -> ExchangeStats:
+    """Run ``callback`` like :func:`iexchange`, but in lock-step rounds (collective).
+
+    The synchronous exchange seed 001 compares Algorithm 3 with (its 2011 particle tracer):
+    every round, each rank runs ``callback`` on its blocks with input (on all blocks the first
+    round), then *all* ranks exchange with all their neighbours (:meth:`Master.exchange`, one
+    message set per neighbour rank, empty or not), and a reduction tells whether any block
+    anywhere still has input. Same results as :func:`iexchange`; kept as the baseline of
+    ``bench/seeds/seed001.py``. Its :class:`ExchangeStats` counts rounds as phases and one
+    message set per neighbour rank and round.
+
+    Examples
+    --------
+    >>> from parvox.blocks import Master, RegularDecomposer
+    >>> m = Master(3)
+    >>> RegularDecomposer((6,), 3).decompose(m, lambda gid, core, bounds: [])
+    >>> def hop(block, cp):
+    ...     block.extend(cp.incoming())
+    ...     if cp.gid == 0 and not block:
+    ...         block.append("start")
+    ...         cp.enqueue(1, "token")
+    ...     elif block and block[-1] == "token" and cp.gid + 1 < 3:
+    ...         cp.enqueue(cp.gid + 1, "token")
+    >>> exchange_rounds(m, hop).phases
+    3
+    """
+    from mpi4py import MPI
+
+    stats = ExchangeStats()
+    # Master.exchange sends one message set to, and receives one from, every neighbour rank
+    peers = {master.rank_of(t) for g in master.gids
+             for t in master.links.get(g, Link()).gids} - {master.rank}
+    todo = list(master.gids)
+    while True:
+        stats.phases += 1
+        if todo:
+            stats.passes += 1
+            master.foreach(callback, gids=todo)
+        master.exchange()
+        stats.messages_sent += len(peers)
+        stats.messages_received += len(peers)
+        todo = _pending(master)
+        if not master.comm.allreduce(1 if todo else 0, op=MPI.MAX):
+            return stats
 
 
 def _pending(master: Master) -> list[int]:

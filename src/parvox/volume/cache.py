@@ -35,6 +35,7 @@ import itertools
 import os
 import queue
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
@@ -77,6 +78,12 @@ class ExtentReader:
         Verify checksums on every file read.
     evict : bool
         Drop each slot read from the OS page cache (cold-cache measurements).
+    disk_mbps : float
+        Emulated bandwidth of each disk, MB/s (0: none, the files' own speed). Every extent
+        read from a file then completes no earlier than an emulated disk would deliver it:
+        each disk serves its reads in the order they were announced, one after the other, at
+        this rate, while different disks work at once (seed 002's disks, on a machine whose
+        files sit on one device or in the page cache). An attribute; may be set at any time.
     """
 
     def __init__(
@@ -86,7 +93,10 @@ class ExtentReader:
         threads: int = 1,
         verify: bool = True,
         evict: bool = False,
+        disk_mbps: float = 0.0,
     ) -> None:
+        if disk_mbps < 0:
+            raise ValueError(f"disk_mbps must be >= 0, got {disk_mbps}")
         if cache_bytes < 0:
             raise ValueError(f"cache_bytes must be >= 0, got {cache_bytes}")
         if threads < 1:
@@ -102,6 +112,8 @@ class ExtentReader:
         self._lock = threading.Lock()
         self._pool: cf.ThreadPoolExecutor | None = None
         self._advised: set[int] = set()
+        self.disk_mbps = float(disk_mbps)
+        self._disk_free: dict[int, float] = {}  # when each emulated disk is next idle
 
     def __enter__(self) -> ExtentReader:
         return self
@@ -155,10 +167,31 @@ class ExtentReader:
             self._advised.add(disk)
         return fd
 
-    def _read(self, key: Key, where: tuple[int, int, int] | None = None) -> np.ndarray:
+    def _deadlines(self, where: list[tuple[int, int, int]]) -> list[float]:
+        """When an emulated disk (``disk_mbps``) would deliver each of these reads, queued
+        now behind those already announced to the same disk; zeros without emulation."""
+        if not self.disk_mbps:
+            return [0.0] * len(where)
+        now = time.perf_counter()
+        out = []
+        with self._lock:
+            for disk, _, nbytes in where:
+                done = max(now, self._disk_free.get(disk, 0.0)) + nbytes / (self.disk_mbps * 1e6)
+                self._disk_free[disk] = done
+                out.append(done)
+        return out
+
+    def _read(
+        self, key: Key, where: tuple[int, int, int] | None = None, due: float | None = None
+    ) -> np.ndarray:
         disk, offset, nbytes = where = self.store.span(*key) if where is None else where
+        if due is None:
+            (due,) = self._deadlines([where])
         fd = self._fd(disk)
         block = self.store.read_extent(*key, verify=self.verify, where=where)
+        wait = due - time.perf_counter() if due else 0.0
+        if wait > 0:  # the emulated disk is slower than the file
+            time.sleep(wait)
         block.setflags(write=False)
         with self._lock:
             self.stats.misses += 1
@@ -198,22 +231,23 @@ class ExtentReader:
         if not misses:
             return
         where = [self.store.span(*key) for key in misses]
+        due = self._deadlines(where)
         if len(misses) > 1:
             self._prefetch(where)
         if self.threads == 1 or len(misses) == 1:
-            for key, at in zip(misses, where, strict=True):
-                yield key, self._read(key, at)
+            for key, at, d in zip(misses, where, due, strict=True):
+                yield key, self._read(key, at, d)
             return
         if self._pool is None:
             self._pool = cf.ThreadPoolExecutor(self.threads, thread_name_prefix="parvox-read")
         done: queue.SimpleQueue[tuple[Key, cf.Future[np.ndarray]]] = queue.SimpleQueue()
-        todo = zip(misses, where, strict=True)
+        todo = zip(misses, where, due, strict=True)
         running: set[cf.Future[np.ndarray]] = set()
 
         pool = self._pool
 
-        def submit(key: Key, at: tuple[int, int, int]) -> None:
-            fut = pool.submit(self._read, key, at)
+        def submit(key: Key, at: tuple[int, int, int], d: float) -> None:
+            fut = pool.submit(self._read, key, at, d)
             running.add(fut)
 
             def finished(f: cf.Future[np.ndarray], key: Key = key) -> None:
@@ -222,8 +256,8 @@ class ExtentReader:
             fut.add_done_callback(finished)
 
         try:
-            for key, at in itertools.islice(todo, 2 * self.threads):
-                submit(key, at)
+            for key, at, d in itertools.islice(todo, 2 * self.threads):
+                submit(key, at, d)
             while running:
                 key, fut = done.get()
                 running.discard(fut)
