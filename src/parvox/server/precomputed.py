@@ -156,12 +156,24 @@ def byte_range(header: str | None, size: int) -> tuple[int, int] | None:
 
 
 def _accepts_gzip(header: str | None) -> bool:
-    """Whether an ``Accept-Encoding`` header takes gzip (``q=0`` refuses it)."""
+    """Whether an ``Accept-Encoding`` header takes gzip (``q=0``, or a weight that is not a
+    number, refuses it).
+
+    Examples
+    --------
+    >>> [_accepts_gzip(h) for h in ("gzip", "br, gzip;q=0.5", "gzip;q=0", "gzip;q=x", None)]
+    [True, True, False, False, False]
+    """
     for item in (header or "").split(","):
         name, _, params = item.strip().partition(";")
         if name.strip().lower() in ("gzip", "*"):
-            q = params.strip().lower()
-            return not (q.startswith("q=") and float(q[2:] or 1) == 0)
+            q = params.strip().lower().replace(" ", "")
+            if not q.startswith("q="):
+                return True
+            try:
+                return float(q[2:]) > 0
+            except ValueError:
+                return False
     return False
 
 
