@@ -6,12 +6,14 @@ Usage::
     python bench/precomputed.py                       # 256^3 uint8, extents 64^3, 2 ranks
     python bench/precomputed.py --quick               # 128^3, fewer regions
     python bench/precomputed.py --shape 384,384,384 --regions 100 -n 2
+    python bench/precomputed.py --concurrency 1       # one region after the other
 
 It ingests a volume (smooth, with noise) into a store with extents ``--extent`` (the served
 chunk), exports it (``parvox export STORE OUT --format precomputed -n N``), starts
 ``parvox serve STORE -n N``, and reads ``--regions`` random 64^3 regions (not aligned to the
 chunks) with tensorstore's ``neuroglancer_precomputed`` driver over ``http://`` and over
-``file://``, one region after the other, tensorstore's cache off. Both sources are read once
+``file://``, ``--concurrency`` regions at a time (a viewer asks for a view's chunks together),
+tensorstore's cache off. Both sources are read once
 before the timed passes (the server's extent cache and the OS page cache both warm), every
 region is checked equal between the two, and the best of ``--passes`` timed passes of each is
 reported. Prints the MB/s of each and, last, ``ratio: served/static MB/s = X`` (target >= 0.5).
@@ -93,12 +95,16 @@ def serving(store: Path, nprocs: int, log: Path) -> Iterator[str]:
                 os.killpg(proc.pid, signal.SIGKILL)
 
 
-def read_all(t, boxes: list[tuple[int, int, int]], side: int) -> tuple[float, list[np.ndarray]]:
-    """Read every region (x, y, z corners) one after the other; seconds and the arrays."""
-    out = []
+def read_all(t, boxes: list[tuple[int, int, int]], side: int,
+             concurrency: int) -> tuple[float, list[np.ndarray]]:
+    """Read every region (x, y, z corners), ``concurrency`` regions in flight at once (as a
+    viewer asks for the chunks of a view together); seconds and the arrays."""
+    out: list[np.ndarray] = []
     t0 = time.perf_counter()
-    for x, y, z in boxes:
-        out.append(np.asarray(t[x : x + side, y : y + side, z : z + side].read().result()))
+    for s in range(0, len(boxes), concurrency):
+        futures = [t[x : x + side, y : y + side, z : z + side].read()
+                   for x, y, z in boxes[s : s + concurrency]]
+        out += [np.asarray(f.result()) for f in futures]
     return time.perf_counter() - t0, out
 
 
@@ -109,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--side", type=int, default=64, help="region side (default 64)")
     p.add_argument("--regions", type=int, default=40, help="random regions per pass")
     p.add_argument("--passes", type=int, default=3, help="timed passes (best reported)")
+    p.add_argument("--concurrency", type=int, default=4,
+                   help="regions read at once (default 4; 1: one after the other)")
     p.add_argument("-n", "--nprocs", type=int, default=2, help="server ranks (default 2)")
     p.add_argument("--quick", action="store_true", help="128^3, 16 regions, 2 passes")
     p.add_argument("--workdir", default=None, help="where the store and export go (a temp dir)")
@@ -139,17 +147,17 @@ def main(argv: list[str] | None = None) -> int:
     with serving(store, args.nprocs, work / "server.log") as url:
         served = ts.open({**spec, "kvstore": f"{url}/precomputed/"}).result()
         disk = ts.open({**spec, "kvstore": f"file://{static}/"}).result()
-        _, a = read_all(served, boxes, side)  # warm both, and check they agree
-        _, b = read_all(disk, boxes, side)
+        _, a = read_all(served, boxes, side, args.concurrency)  # warm both, and check they agree
+        _, b = read_all(disk, boxes, side, args.concurrency)
         if not all(np.array_equal(u, v) for u, v in zip(a, b, strict=True)):
             print("error: served and static regions differ", file=sys.stderr)
             return 1
-        t_served = min(read_all(served, boxes, side)[0] for _ in range(args.passes))
-        t_static = min(read_all(disk, boxes, side)[0] for _ in range(args.passes))
+        t_served = min(read_all(served, boxes, side, args.concurrency)[0] for _ in range(args.passes))
+        t_static = min(read_all(disk, boxes, side, args.concurrency)[0] for _ in range(args.passes))
     s_mb, d_mb = mb / t_served, mb / t_static
     print(f"volume {'x'.join(map(str, shape))} uint8, chunks (extents) "
           f"{'x'.join(map(str, extent))}, {args.regions} random {side}^3 regions, "
-          f"best of {args.passes} passes, tensorstore cache off")
+          f"{args.concurrency} at a time, best of {args.passes} passes, tensorstore cache off")
     print(f"served  (parvox serve -n {args.nprocs}, http://): {s_mb:8.1f} MB/s "
           f"({t_served / args.regions * 1e3:.1f} ms per region)")
     print(f"static  (--format precomputed, file://):    {d_mb:8.1f} MB/s "

@@ -118,7 +118,7 @@ def test_export_ingest_pyramid_take_every_format(tmp_path):
     _write_ome(src, vol, levels=1)
     level1 = _read(src, level=1)
     for fmt, name in [("ome-zarr-0.4", "a"), ("zarr", "b"), ("tiff-folder", "c"),
-                      ("nifti", "d.nii"), ("npy", "e.npy")]:
+                      ("nifti", "d.nii"), ("npy", "e.npy"), ("precomputed", "f")]:
         assert cli.main(["export", str(src), str(tmp_path / name), "--format", fmt,
                          "--level", "1", "--no-progress"]) == 0, fmt
         np.testing.assert_array_equal(_read(tmp_path / name), level1)

@@ -232,3 +232,16 @@ def test_bad_chunks_get_400_or_404_with_a_reason_and_the_server_lives_on(served)
     assert httpx.get(srv.url + "/health").status_code == 200
     ok = httpx.get(_chunk_url(srv, info, len(levels) - 1))
     assert ok.status_code == 200
+
+
+def test_gzip_only_where_it_pays():
+    from parvox.server.precomputed import GZIP_SAMPLE, _gzip
+
+    noise = np.random.default_rng(0).integers(0, 256, 4 * GZIP_SAMPLE, np.uint8).tobytes()
+    assert _gzip(noise) is None
+    smooth = np.repeat(np.arange(256, dtype=np.uint8), 4 * GZIP_SAMPLE // 256).tobytes()
+    packed = _gzip(smooth)
+    assert packed is not None and gzip.decompress(packed) == smooth
+    assert len(packed) < len(smooth) // 10
+    small = noise[: GZIP_SAMPLE]  # too small to sample: compressed as asked
+    assert gzip.decompress(_gzip(small)) == small
