@@ -8,10 +8,11 @@ import pytest
 
 from parvox.testing import mpi_tests
 from tests.scale._layouts import SCALE_RANKS
-from tests.volume.test_pyramid import test_levels_written_from_slabs_match_at_any_rank_count
+from tests.volume import test_pyramid
 
 
-def run_ingest_pyramid() -> None:
+def run_ingest_pyramid(quick: bool = False) -> None:
+    """Three stores (``quick``: the first)."""
     import shutil
     import tempfile
     from pathlib import Path
@@ -37,7 +38,7 @@ def run_ingest_pyramid() -> None:
         (root / "tif", size + 3, (1, 3, 2), 0),  # more disks than ranks
         (vol, 2 * size + 1, (2, 5, 3), 3),  # more disks than extents
     ]
-    for i, (source, ndisks, extent, levels) in enumerate(cases):
+    for i, (source, ndisks, extent, levels) in enumerate(cases[:1] if quick else cases):
         case = f"ingest {i} ({ndisks} disks, extent {extent}) at {size} ranks"
         path = ingest(source, root / f"s{i}", ndisks=ndisks, extent=extent, levels=levels,
                       progress=False)
@@ -58,7 +59,8 @@ def run_ingest_pyramid() -> None:
 mpi_tests(
     globals(),
     {"volume_ingest_pyramid": run_ingest_pyramid,
-     "volume_levels_from_slabs": test_levels_written_from_slabs_match_at_any_rank_count},
+     "volume_levels_from_slabs":
+         test_pyramid.test_levels_written_from_slabs_match_at_any_rank_count},
     ranks=SCALE_RANKS,
     timeout=240,
     marks=[pytest.mark.scale],
