@@ -92,8 +92,9 @@ def _gathered(result: Any) -> Any:
     return result.allgather() if isinstance(result, DistArray) else result
 
 
-def run_family(family: str, only: Sequence[str] | None = None) -> None:
-    """Every function of ``family`` in every layout (``only``: these layout names)."""
+def run_family(family: str, only: Sequence[str] | None = None, first: int | None = None) -> None:
+    """Every function of ``family`` in every layout (``only``: these layout names; ``first``:
+    the first functions of the family only)."""
     from mpi4py import MPI
 
     from parvox import ndimage as pnd
@@ -105,7 +106,7 @@ def run_family(family: str, only: Sequence[str] | None = None) -> None:
         if only is not None and lname not in only:
             continue
         dist = {k: DistArray.from_global(a, **layout) for k, a in arrays.items()}
-        for name, args, kw, kind in FAMILIES[family]:
+        for name, args, kw, kind in FAMILIES[family][:first]:
             want = getattr(ndi, name)(arrays[kind], *args, **kw)
             got = _gathered(getattr(pnd, name)(dist[kind], *args, **kw))
             case = f"{name}{kw} on {lname} at {size} ranks"

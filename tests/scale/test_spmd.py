@@ -68,6 +68,7 @@ def run_programs(quick: bool = False) -> None:
     programs = [small] if quick else [*EXAMPLES, small]
     parallel = _run_all(top / "parallel", [
         (p, p.with_name(f"{p.stem}_translated.py")) for p in programs])
+    comm.Barrier()  # every rank has listed its files before rank 0 removes the folder
     if rank == 0:
         serial = _run_all(top / "serial", [(p, None) for p in programs])
         for stem, (stdout, files) in serial.items():
