@@ -15,8 +15,15 @@ def pytest_configure(config):
     os.environ.setdefault("MPIR_CVAR_ENABLE_HEAVY_YIELD", "1")
 
 
-def pytest_collection_modifyitems(items):
-    """An MPI item may run its module's whole batch: its pytest-timeout must cover it."""
+def pytest_collection_modifyitems(config, items):
+    """The scale suite runs only when ``-m`` names it (``./test -m scale``); a plain run leaves
+    its items out. An MPI item may run its module's whole batch: its pytest-timeout must cover
+    it."""
     from parvox.testing import apply_batch_timeouts
 
+    if "scale" not in (config.getoption("markexpr") or ""):
+        scale = [item for item in items if item.get_closest_marker("scale")]
+        if scale:
+            config.hook.pytest_deselected(items=scale)
+            items[:] = [item for item in items if not item.get_closest_marker("scale")]
     apply_batch_timeouts(items)

@@ -147,3 +147,29 @@ def test_pytest_timeout_of_an_mpi_item_covers_its_whole_batch(request):
         mine = [b for bodies in _REGISTRY.values() for b in bodies if nprocs in b.ranks]
         limit = item.get_closest_marker("timeout").args[0]
         assert limit >= batch_limit(mine) + LAUNCH_S * (len(mine) - 1), item.nodeid
+
+
+def test_mpi_tests_makes_one_named_marked_item_per_body():
+    from parvox.testing import mpi_tests
+
+    ran = []
+    namespace = {"__name__": "tests.test_testing_mpi_tests_example"}
+    try:
+        names = mpi_tests(namespace, {"one": lambda: ran.append(1),
+                                      "two": test_every_rank_runs_the_body},
+                          ranks=(5, 16), timeout=7, marks=[pytest.mark.scale])
+        assert names == ["test_one", "test_two"]
+        one, two = namespace["test_one"], namespace["test_two"]
+        assert {m.name for m in one.pytestmark} == {"parametrize", "mpi", "scale"}
+        assert one.__module__ == "tests.test_testing_mpi_tests_example"
+        registered = _REGISTRY["tests.test_testing_mpi_tests_example"]
+        assert [(b.name, b.ranks, b.timeout) for b in registered] == [
+            ("test_one", (5, 16), 7.0), ("test_two", (5, 16), 7.0)]
+        one._parvox_body()
+        assert ran == [1]
+        # another module's mpi_test: its body runs, its own rank counts stay
+        assert two._parvox_body.__defaults__[0] is test_every_rank_runs_the_body._parvox_body
+        assert (1, 2, 3, 4) == next(b.ranks for b in _REGISTRY[__name__]
+                                    if b.name == "test_every_rank_runs_the_body")
+    finally:
+        _REGISTRY.pop("tests.test_testing_mpi_tests_example", None)

@@ -43,13 +43,20 @@ import subprocess
 import sys
 import tempfile
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from parvox._text import plural
 
-__all__ = ["LAUNCH_S", "apply_batch_timeouts", "batch_limit", "mpi_test", "run_bodies"]
+__all__ = [
+    "LAUNCH_S",
+    "apply_batch_timeouts",
+    "batch_limit",
+    "mpi_test",
+    "mpi_tests",
+    "run_bodies",
+]
 
 _BEGIN = "=== parvox-test-begin "
 _RANKS_DEFAULT = (1, 2, 3, 4)
@@ -110,6 +117,60 @@ def mpi_test(
         return pytest.mark.mpi(test)
 
     return decorate
+
+
+def mpi_tests(
+    namespace: dict[str, Any],
+    bodies: Mapping[str, Callable[[], None]],
+    ranks: Sequence[int] = _RANKS_DEFAULT,
+    timeout: float = 60.0,
+    marks: Sequence[Any] = (),
+) -> list[str]:
+    """Make one :func:`mpi_test` per body of ``bodies`` in the module whose ``globals()`` is
+    ``namespace``: many checks, each with its own verdict, in the launches of their rank counts.
+
+    A body may be a plain no-argument function or another module's :func:`mpi_test` item (its
+    body runs; the other module keeps its own rank counts). Each test is named
+    ``test_<key>``, a module global, so the ranks find it by name.
+
+    Parameters
+    ----------
+    namespace : dict
+        ``globals()`` of the test module.
+    bodies : mapping of str to callable
+        Test name suffix -> body.
+    ranks, timeout
+        As for :func:`mpi_test`.
+    marks : sequence of pytest marks
+        Applied to every test made (e.g. ``pytest.mark.scale``).
+
+    Returns
+    -------
+    list of str
+        The names of the tests made.
+
+    Examples
+    --------
+    In a test module::
+
+        mpi_tests(globals(), {"sum": check_sum, "halo": check_halo}, ranks=(5, 16))
+    """
+    names = []
+    for key, check in bodies.items():
+        run = getattr(check, "_parvox_body", check)
+
+        def body(run: Callable[[], None] = run) -> None:
+            run()
+
+        body.__name__ = body.__qualname__ = name = f"test_{key}"
+        body.__module__ = namespace["__name__"]
+        body.__doc__ = check.__doc__
+        test = mpi_test(ranks, timeout)(body)
+        for mark in marks:
+            test = mark(test)
+        namespace[name] = test
+        names.append(name)
+    return names
 
 
 def _selected(nprocs: int, request: Any) -> set[tuple[str, str]]:
