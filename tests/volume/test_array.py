@@ -20,6 +20,7 @@ from parvox.volume import (
     to_xarray,
 )
 from parvox.volume.pyramid import downsample
+from parvox.volume.remote import PrecomputedArray, RemoteError
 from tests.volume._helpers import corrupt_extent
 
 da = pytest.importorskip("dask.array")
@@ -261,3 +262,90 @@ def test_reads_verify_checksums(tmp_path):
             v[5, 4, 6]
     with VolumeStore(path) as s:
         assert s.meta.extent == (4, 3, 5)
+
+
+# -- the same arrays over HTTP: parvox serve's precomputed source -----------------------------
+@pytest.fixture(scope="module")
+def served(store):
+    from tests.volume._served import served_in_thread
+
+    path, vol = store
+    with served_in_thread(path) as url:
+        yield url, path, vol
+
+
+def test_a_served_source_opens_as_the_store_levels(served):
+    url, path, vol = served
+    forms = [url, url + "/", url + "/precomputed", "precomputed://" + url + "/precomputed/"]
+    for k, ref in enumerate(_levels(vol)):
+        with open(path, level=k) as local, open(forms[k % len(forms)], level=k) as v:
+            assert isinstance(v, PrecomputedArray) and v.nlevels == LEVELS + 1
+            assert (v.shape, v.dtype, v.ndim, v.chunks) == (ref.shape, ref.dtype, ref.ndim,
+                                                            local.chunks)
+            np.testing.assert_allclose(v.spacing, local.spacing)
+            np.testing.assert_array_equal(np.asarray(v), ref)
+            for key in _keys(ref.shape)[::2] + ([(..., 1)] if ref.ndim == 4 else []):
+                try:
+                    want = ref[key]
+                except IndexError:
+                    continue
+                np.testing.assert_array_equal(v[key], want, err_msg=str(key))
+                assert np.shape(v[key]) == np.shape(want), key
+
+
+def test_a_served_source_fetches_only_the_chunks_a_key_touches(served, monkeypatch):
+    from parvox.io.neuroglancer import chunk_name
+    from parvox.volume import remote
+
+    url, _, vol = served
+    fetched = []
+    real = remote._get
+
+    def spy(u, *args, **kwargs):
+        fetched.append(u.rsplit("/", 1)[-1])
+        return real(u, *args, **kwargs)
+
+    monkeypatch.setattr(remote, "_get", spy)
+    with open(url, cache_bytes=0) as v:
+        z, y, x = v.shape[:3]
+        e = v.extent
+        for key in [(1, 2, 3), (slice(z - 1, None, -4), slice(1, y - 1), slice(None, None, 3)),
+                    (slice(2, 2),)]:
+            fetched.clear()
+            np.testing.assert_array_equal(v[key], vol[key])
+            ranges = [range(*s.indices(n)) if isinstance(s, slice) else [s % n]
+                      for s, n in zip(key + (slice(None),) * (3 - len(key)), (z, y, x),
+                                      strict=True)]
+            touched = _touched(ranges, e) if all(len(r) for r in ranges) else set()
+            want = [chunk_name([a * c for a, c in zip(t, e, strict=True)],
+                               [min((a + 1) * c, n) for a, c, n in zip(t, e, (z, y, x),
+                                                                       strict=True)])
+                    for t in touched]
+            assert sorted(fetched) == sorted(want), key
+    with open(url) as v:  # cached: a second read fetches nothing
+        np.asarray(v[0])
+        fetched.clear()
+        np.asarray(v[0])
+        assert fetched == []
+
+
+def test_a_served_source_in_dask_and_pickled(served):
+    url, _, vol = served
+    with open(url, level=1) as v:
+        ref = downsample(vol, 1)
+        d = da.from_array(v, chunks=v.chunks)
+        np.testing.assert_array_equal(d.compute(scheduler="threads"), ref)
+        w = pickle.loads(pickle.dumps(v))
+        assert isinstance(w, PrecomputedArray) and w.level == 1
+        np.testing.assert_array_equal(w[1:, ::-1], ref[1:, ::-1])
+        assert dask.base.tokenize(v) == dask.base.tokenize(w)
+        assert dask.base.tokenize(v) != dask.base.tokenize(open(url))
+
+
+def test_a_url_that_serves_no_source_is_refused(served):
+    url, _, _ = served
+    with pytest.raises(RemoteError):
+        open(url + "/nothing/here")
+    with pytest.raises(ParameterError) as e:
+        open(url, level=LEVELS + 1)
+    assert e.value.param == "level"

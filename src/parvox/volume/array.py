@@ -12,6 +12,10 @@ would. Extents are aligned with ``chunks``, so a dask chunk reads exactly one ex
 
 Reading is thread-safe (dask's threaded scheduler). It is single-process: no MPI collective.
 
+The indexing lives in :class:`BlockArray`, over a pluggable :class:`BlockReader`; given an
+``http(s)://`` URL, :func:`open` reads ``parvox serve``'s Neuroglancer precomputed source
+through the same indexing (:mod:`parvox.volume.remote`).
+
 Examples
 --------
 >>> import numpy as np, tempfile, os
@@ -31,7 +35,8 @@ from __future__ import annotations
 
 import operator
 import os
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, Self
 
 import numpy as np
 
@@ -42,7 +47,9 @@ from parvox.volume.store import VolumeStore
 if TYPE_CHECKING:
     import xarray
 
-__all__ = ["VolumeArray", "open", "to_xarray"]
+    from parvox.volume.remote import PrecomputedArray
+
+__all__ = ["BlockArray", "BlockReader", "VolumeArray", "open", "to_xarray"]
 
 #: dimension names of a store's array axes (channels last)
 DIMS = ("z", "y", "x", "c")
@@ -83,7 +90,142 @@ def _expand(key: Any, ndim: int) -> list[Any]:
     return items[:at] + fill + items[at + 1 :]
 
 
-class VolumeArray:
+class BlockReader(Protocol):
+    """What a :class:`BlockArray` reads its blocks through (an
+    :class:`~parvox.volume.cache.ExtentReader`, or an HTTP chunk reader)."""
+
+    def read_many(
+        self, keys: Iterable[Sequence[int]]
+    ) -> Iterator[tuple[tuple[int, int, int], np.ndarray]]:
+        """Each block ``(kz, ky, kx)`` of ``keys`` as ``(key, voxels)``, in any order: the
+        voxels ``(z, y, x[, c])`` of the block's box (its core, clipped to the volume)."""
+        ...
+
+    def close(self) -> None:
+        """Release what the reader holds (a later read may reopen it)."""
+        ...
+
+
+class BlockArray:
+    """A read-only array cut into blocks of :attr:`extent` voxels, read by :attr:`reader`.
+
+    The indexing of :class:`VolumeArray` (a store level) and
+    :class:`~parvox.volume.remote.PrecomputedArray` (a served source): a subclass sets
+    ``reader`` and ``spacing`` and defines :attr:`shape`, :attr:`dtype` and :attr:`extent`; ``arr[key]``
+    (NumPy basic indexing) then reads only the blocks holding a selected voxel.
+    """
+
+    #: what the blocks are read through
+    reader: BlockReader
+    #: voxel size ``(z, y, x)`` (mm for a store)
+    spacing: tuple[float, float, float]
+
+    # -- what a subclass defines -------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """``(z, y, x)``, or ``(z, y, x, c)`` with channels."""
+        raise NotImplementedError
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        """The voxel type."""
+        raise NotImplementedError
+
+    @property
+    def extent(self) -> tuple[int, int, int]:
+        """The block core ``(z, y, x)``: block ``k`` holds voxels ``[k * extent, (k + 1) *
+        extent)``, clipped to the volume."""
+        raise NotImplementedError
+
+    # -- the array protocol ------------------------------------------------------------------
+    @property
+    def ndim(self) -> int:
+        """3, or 4 with channels."""
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        return int(np.prod(self.shape))
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the whole array in memory."""
+        return self.size * self.dtype.itemsize
+
+    @property
+    def chunks(self) -> tuple[int, ...]:
+        """The block core per axis (and the whole channel axis): what a read of one block
+        fills."""
+        return tuple(self.extent) + self.shape[3:]
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, key: Any) -> Any:
+        """NumPy basic indexing (ints, slices with any step, ``...``, ``None``); reads only
+        the blocks holding a selected voxel."""
+        items = _expand(key, self.ndim)
+        axes = [it for it in items if it is not None]
+        shape = self.shape
+        sel = [_axis_index(it, shape[a], a) for a, it in enumerate(axes)]
+        ranges = [range(s, s + 1) if isinstance(s, int) else s for s in sel[:3]]
+        out = np.empty(tuple(len(r) for r in ranges) + shape[3:], dtype=self.dtype)
+        if out.size:
+            self._fill(out, ranges)
+        # the spatial axes were read one row per selected index: an int picks its row, a
+        # slice keeps them all; the channel axis (read whole) takes its own key
+        post: list[Any] = []
+        axis = 0
+        for it in items:
+            if it is None:
+                post.append(None)
+                continue
+            s = sel[axis]
+            post.append(it if axis >= 3 else 0 if isinstance(s, int) else slice(None))
+            axis += 1
+        return out[tuple(post)]
+
+    def _fill(self, out: np.ndarray, ranges: list[range]) -> None:
+        """Read the blocks holding the voxels ``ranges`` select (per spatial axis) into
+        ``out`` (one row per selected index)."""
+        groups = []  # per axis: {block index: (output slice, local indices)}
+        for r, e in zip(ranges, self.extent, strict=True):
+            idx = np.asarray(r, dtype=np.int64)
+            k = idx // e
+            per: dict[int, tuple[slice, np.ndarray]] = {}
+            for kk in np.unique(k).tolist():
+                where = np.flatnonzero(k == kk)  # a run: the indices are monotonic
+                per[kk] = (slice(int(where[0]), int(where[-1]) + 1), idx[where] - kk * e)
+            groups.append(per)
+        keys = [(kz, ky, kx) for kz in groups[0] for ky in groups[1] for kx in groups[2]]
+        for (kz, ky, kx), block in self.reader.read_many(keys):
+            (oz, lz), (oy, ly), (ox, lx) = groups[0][kz], groups[1][ky], groups[2][kx]
+            out[oz, oy, ox] = block[np.ix_(lz, ly, lx)]
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        """The whole array in memory (NumPy 2's protocol: ``copy=False`` raises, since the
+        array is always assembled anew)."""
+        if copy is False:
+            raise ValueError(
+                f"a {type(self).__name__} cannot be viewed without a copy (copy=False)"
+            )
+        whole = np.asarray(self[...])
+        return whole if dtype is None else whole.astype(dtype, copy=False)
+
+    # -- lifetime ----------------------------------------------------------------------------
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release the reader (a later read reopens what it needs)."""
+        self.reader.close()
+
+
+class VolumeArray(BlockArray):
     """One pyramid level of a store as a read-only array (see :func:`open`).
 
     Parameters
@@ -135,89 +277,20 @@ class VolumeArray:
         return self.store.dtype
 
     @property
-    def ndim(self) -> int:
-        """3, or 4 for RGB."""
-        return len(self.shape)
-
-    @property
-    def size(self) -> int:
-        """Number of elements."""
-        return int(np.prod(self.shape))
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes of the whole array in memory."""
-        return self.size * self.dtype.itemsize
-
-    @property
-    def chunks(self) -> tuple[int, ...]:
-        """The extent core per axis (and the whole channel axis for RGB): the blocks a read
-        of one extent fills."""
-        return self.meta.extent + self.meta.voxel_shape
+    def extent(self) -> tuple[int, int, int]:
+        """The extent core ``(z, y, x)`` of this level."""
+        return self.meta.extent
 
     @property
     def nlevels(self) -> int:
         """Levels of the store's pyramid, level 0 included."""
         return self.store.manifest.nlevels
 
-    def __len__(self) -> int:
-        return self.shape[0]
-
     def __repr__(self) -> str:
         return (
             f"VolumeArray({str(self.path)!r}, level={self.level}, shape={self.shape}, "
             f"dtype={self.dtype}, chunks={self.chunks})"
         )
-
-    def __getitem__(self, key: Any) -> Any:
-        """NumPy basic indexing (ints, slices with any step, ``...``, ``None``); reads only
-        the extents holding a selected voxel."""
-        items = _expand(key, self.ndim)
-        axes = [it for it in items if it is not None]
-        shape = self.shape
-        sel = [_axis_index(it, shape[a], a) for a, it in enumerate(axes)]
-        ranges = [range(s, s + 1) if isinstance(s, int) else s for s in sel[:3]]
-        out = np.empty(tuple(len(r) for r in ranges) + self.meta.voxel_shape, dtype=self.dtype)
-        if out.size:
-            self._fill(out, ranges)
-        # the spatial axes were read one row per selected index: an int picks its row, a
-        # slice keeps them all; the channel axis (read whole) takes its own key
-        post: list[Any] = []
-        axis = 0
-        for it in items:
-            if it is None:
-                post.append(None)
-                continue
-            s = sel[axis]
-            post.append(it if axis >= 3 else 0 if isinstance(s, int) else slice(None))
-            axis += 1
-        return out[tuple(post)]
-
-    def _fill(self, out: np.ndarray, ranges: list[range]) -> None:
-        """Read the extents holding the voxels ``ranges`` select (per spatial axis) into
-        ``out`` (one row per selected index)."""
-        ext = self.meta.extent
-        groups = []  # per axis: {extent index: (output slice, local indices)}
-        for r, e in zip(ranges, ext, strict=True):
-            idx = np.asarray(r, dtype=np.int64)
-            k = idx // e
-            per: dict[int, tuple[slice, np.ndarray]] = {}
-            for kk in np.unique(k).tolist():
-                where = np.flatnonzero(k == kk)  # a run: the indices are monotonic
-                per[kk] = (slice(int(where[0]), int(where[-1]) + 1), idx[where] - kk * e)
-            groups.append(per)
-        keys = [(kz, ky, kx) for kz in groups[0] for ky in groups[1] for kx in groups[2]]
-        for (kz, ky, kx), block in self.reader.read_many(keys):
-            (oz, lz), (oy, ly), (ox, lx) = groups[0][kz], groups[1][ky], groups[2][kx]
-            out[oz, oy, ox] = block[np.ix_(lz, ly, lx)]
-
-    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        """The whole level in memory (NumPy 2's protocol: ``copy=False`` raises, since the
-        array is always assembled anew)."""
-        if copy is False:
-            raise ValueError("a VolumeArray cannot be viewed without a copy (copy=False)")
-        whole = np.asarray(self[...])
-        return whole if dtype is None else whole.astype(dtype, copy=False)
 
     # -- dask and pickling -------------------------------------------------------------------
     def __dask_tokenize__(self) -> tuple[str, str, int]:
@@ -227,12 +300,6 @@ class VolumeArray:
         return (VolumeArray, (str(self.path), self.level, *self._settings))
 
     # -- lifetime ----------------------------------------------------------------------------
-    def __enter__(self) -> VolumeArray:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def close(self) -> None:
         """Close the store's files (a later read reopens them)."""
         self.reader.close()
@@ -244,16 +311,27 @@ def open(
     level: int = 0,
     cache_bytes: int = DEFAULT_CACHE_BYTES,
     verify: bool = True,
-) -> VolumeArray:
+) -> VolumeArray | PrecomputedArray:
     """Open pyramid level ``level`` of the store at ``path`` as a read-only array.
+
+    ``path`` may also be an ``http(s)://`` URL: ``parvox serve``'s root or any Neuroglancer
+    precomputed source, whose scale ``level`` opens as a
+    :class:`~parvox.volume.remote.PrecomputedArray` (:func:`~parvox.volume.remote.open_url`;
+    ``verify`` does not apply).
 
     Raises
     ------
     StoreError
         When ``path`` is not a store or its files are missing.
+    RemoteError
+        When the URL does not answer.
     ParameterError
         Naming ``level`` when the store has no such level, and ``cache_bytes`` when negative.
     """
+    from parvox.volume.remote import is_url, open_url
+
+    if is_url(path):
+        return open_url(str(path), level, cache_bytes)
     if isinstance(level, bool) or not isinstance(level, int | np.integer):
         raise ParameterError("level", f"level must be an integer, got {level!r}")
     if cache_bytes < 0:
