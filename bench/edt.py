@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from _shared import run_worker_report
@@ -41,6 +42,18 @@ BACKGROUND = 0.02
 def make_input(shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
     """About ``BACKGROUND`` of the elements are background (False), at random."""
     return np.random.default_rng(seed).random(shape) > BACKGROUND
+
+
+def edt_package() -> Any:
+    """The ``edt`` package (this script's folder, first on ``sys.path``, holds ``edt.py``)."""
+    here = Path(__file__).resolve().parent
+    saved = sys.path[:]
+    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != here]
+    try:
+        import edt
+    finally:
+        sys.path[:] = saved
+    return edt
 
 
 def worker(path: str, report: str, keep: str) -> None:
@@ -66,10 +79,10 @@ def worker(path: str, report: str, keep: str) -> None:
 
 def bench(shape: tuple[int, ...], repeats: int, keep: str) -> dict[str, float]:
     """Median seconds of every peer on one input (results checked in round 0)."""
-    import edt
     import scipy.ndimage as ndi
     from tqdm import tqdm
 
+    edt = edt_package()
     a = make_input(shape)
     path = os.path.join(keep, "input.npy")
     np.save(path, a)
