@@ -86,14 +86,29 @@ def _find(parent: np.ndarray, r: int) -> int:  # pragma: no cover - compiled
 
 
 @numba.njit(nogil=True, cache=True)
+def _count_runs(a: np.ndarray) -> int:  # pragma: no cover - compiled
+    """The number of runs (one scan: the run arrays get exactly their size)."""
+    nz, ny, nx = a.shape
+    count = 0
+    for z in range(nz):
+        for y in range(ny):
+            line = a[z, y]
+            inside = False
+            for x in range(nx):
+                here = line[x] != 0
+                count += here and not inside
+                inside = here
+    return count
+
+
+@numba.njit(nogil=True, cache=True)
 def _label(
     a: np.ndarray, table: np.ndarray, out: np.ndarray
 ) -> tuple[int, np.ndarray]:  # pragma: no cover - compiled
     nz, ny, nx = a.shape
     rows = nz * ny
     row_start = np.zeros(rows + 1, np.int64)
-    # the most runs a block can hold; pages never written are never committed
-    cap = rows * ((nx + 1) // 2)
+    cap = _count_runs(a)
     rs = np.empty(cap, np.int32)
     re = np.empty(cap, np.int32)
     parent = np.empty(cap, np.int64)
