@@ -52,31 +52,33 @@ def _all_inside(table: np.ndarray, start: int, size: int) -> bool:
 
 
 @_jit
-def _rows_sum(
-    acc: np.ndarray, plane: np.ndarray, table: np.ndarray, j: int, w: np.ndarray, sym: int
+def _sum_taps(
+    acc: np.ndarray, n: int, buf: np.ndarray, off: np.ndarray, w: np.ndarray, sym: int
 ) -> None:
-    """scipy's sum for output row ``j`` (every tap inside), vectorised over the row."""
-    n = acc.size
+    """``acc[k]`` = scipy's sum for a run of ``n`` outputs; tap ``t`` reads ``buf[off[t] + k]``.
+
+    Four taps are added per sweep over ``acc`` (in scipy's order, so the same bits), which
+    loads and stores each sum once per four taps. Along a non-last axis ``buf`` is a plane of
+    rows (``off[t]`` the start of tap ``t``'s row), along the last axis a line's extension.
+    """
     size = w.size
     s1 = size // 2
     s2 = size - s1 - 1
     if sym != 0:
-        c = plane[table[j + s1]]
+        c = buf[off[s1] : off[s1] + n]
         w0 = w[s1]
         for k in range(n):
             acc[k] = np.float64(c[k]) * w0
         jj = -s1
         while jj + 4 <= 0:
-            e = j + s1 + jj
-            f = j + s1 - jj
-            a1 = plane[table[e]]
-            b1 = plane[table[f]]
-            a2 = plane[table[e + 1]]
-            b2 = plane[table[f - 1]]
-            a3 = plane[table[e + 2]]
-            b3 = plane[table[f - 2]]
-            a4 = plane[table[e + 3]]
-            b4 = plane[table[f - 3]]
+            a1 = buf[off[s1 + jj] : off[s1 + jj] + n]
+            b1 = buf[off[s1 - jj] : off[s1 - jj] + n]
+            a2 = buf[off[s1 + jj + 1] : off[s1 + jj + 1] + n]
+            b2 = buf[off[s1 - jj - 1] : off[s1 - jj - 1] + n]
+            a3 = buf[off[s1 + jj + 2] : off[s1 + jj + 2] + n]
+            b3 = buf[off[s1 - jj - 2] : off[s1 - jj - 2] + n]
+            a4 = buf[off[s1 + jj + 3] : off[s1 + jj + 3] + n]
+            b4 = buf[off[s1 - jj - 3] : off[s1 - jj - 3] + n]
             w1 = w[s1 + jj]
             w2 = w[s1 + jj + 1]
             w3 = w[s1 + jj + 2]
@@ -95,8 +97,8 @@ def _rows_sum(
                     acc[k] = t + (np.float64(a4[k]) - np.float64(b4[k])) * w4
             jj += 4
         while jj < 0:
-            a1 = plane[table[j + s1 + jj]]
-            b1 = plane[table[j + s1 - jj]]
+            a1 = buf[off[s1 + jj] : off[s1 + jj] + n]
+            b1 = buf[off[s1 - jj] : off[s1 - jj] + n]
             w1 = w[s1 + jj]
             if sym > 0:
                 for k in range(n):
@@ -106,16 +108,16 @@ def _rows_sum(
                     acc[k] += (np.float64(a1[k]) - np.float64(b1[k])) * w1
             jj += 1
         return
-    c = plane[table[j + s1 + s2]]
+    c = buf[off[s1 + s2] : off[s1 + s2] + n]
     w0 = w[s1 + s2]
     for k in range(n):
         acc[k] = np.float64(c[k]) * w0
     t0 = 0
     while t0 + 4 <= size - 1:
-        a1 = plane[table[j + t0]]
-        a2 = plane[table[j + t0 + 1]]
-        a3 = plane[table[j + t0 + 2]]
-        a4 = plane[table[j + t0 + 3]]
+        a1 = buf[off[t0] : off[t0] + n]
+        a2 = buf[off[t0 + 1] : off[t0 + 1] + n]
+        a3 = buf[off[t0 + 2] : off[t0 + 2] + n]
+        a4 = buf[off[t0 + 3] : off[t0 + 3] + n]
         w1 = w[t0]
         w2 = w[t0 + 1]
         w3 = w[t0 + 2]
@@ -127,11 +129,12 @@ def _rows_sum(
             acc[k] = t + np.float64(a4[k]) * w4
         t0 += 4
     while t0 < size - 1:
-        a1 = plane[table[j + t0]]
+        a1 = buf[off[t0] : off[t0] + n]
         w1 = w[t0]
         for k in range(n):
             acc[k] += np.float64(a1[k]) * w1
         t0 += 1
+
 
 
 @_jit
@@ -143,12 +146,16 @@ def correlate_rows(
     pre, n_out, post = dst.shape
     size = w.size
     acc = np.empty(post, np.float64)
+    off = np.empty(size, np.int64)
     for i in range(pre):
         plane = src[i]
+        flat = plane.reshape(plane.shape[0] * post)
         for j in range(n_out):
             out = dst[i, j]
             if _all_inside(table, j, size):
-                _rows_sum(acc, plane, table, j, w, sym)
+                for t in range(size):
+                    off[t] = table[j + t] * post
+                _sum_taps(acc, post, flat, off, w, sym)
             else:  # some taps read cval: the same sums, value by value
                 for k in range(post):
                     acc[k] = _tap_sum(plane, table, j, k, w, sym, cval)
@@ -180,87 +187,6 @@ def _tap_sum(
     for jj in range(-s1, s2):
         acc += _value(plane, table, j + s1 + jj, k, cval) * w[s1 + jj]
     return acc
-
-
-@_jit
-def _sum_taps(
-    acc: np.ndarray, n: int, buf: np.ndarray, off: np.ndarray, w: np.ndarray, sym: int
-) -> None:
-    """acc[k] = scipy's sum for one output run; tap t reads buf[off[t] + k]."""
-    size = w.size
-    s1 = size // 2
-    s2 = size - s1 - 1
-    if sym != 0:
-        c = buf[off[s1] : off[s1] + n]
-        w0 = w[s1]
-        for k in range(n):
-            acc[k] = c[k] * w0
-        jj = -s1
-        while jj + 4 <= 0:
-            a1 = buf[off[s1 + jj] : off[s1 + jj] + n]
-            b1 = buf[off[s1 - jj] : off[s1 - jj] + n]
-            a2 = buf[off[s1 + jj + 1] : off[s1 + jj + 1] + n]
-            b2 = buf[off[s1 - jj - 1] : off[s1 - jj - 1] + n]
-            a3 = buf[off[s1 + jj + 2] : off[s1 + jj + 2] + n]
-            b3 = buf[off[s1 - jj - 2] : off[s1 - jj - 2] + n]
-            a4 = buf[off[s1 + jj + 3] : off[s1 + jj + 3] + n]
-            b4 = buf[off[s1 - jj - 3] : off[s1 - jj - 3] + n]
-            w1 = w[s1 + jj]
-            w2 = w[s1 + jj + 1]
-            w3 = w[s1 + jj + 2]
-            w4 = w[s1 + jj + 3]
-            if sym > 0:
-                for k in range(n):
-                    t = acc[k] + (a1[k] + b1[k]) * w1
-                    t = t + (a2[k] + b2[k]) * w2
-                    t = t + (a3[k] + b3[k]) * w3
-                    acc[k] = t + (a4[k] + b4[k]) * w4
-            else:
-                for k in range(n):
-                    t = acc[k] + (a1[k] - b1[k]) * w1
-                    t = t + (a2[k] - b2[k]) * w2
-                    t = t + (a3[k] - b3[k]) * w3
-                    acc[k] = t + (a4[k] - b4[k]) * w4
-            jj += 4
-        while jj < 0:
-            a1 = buf[off[s1 + jj] : off[s1 + jj] + n]
-            b1 = buf[off[s1 - jj] : off[s1 - jj] + n]
-            w1 = w[s1 + jj]
-            if sym > 0:
-                for k in range(n):
-                    acc[k] += (a1[k] + b1[k]) * w1
-            else:
-                for k in range(n):
-                    acc[k] += (a1[k] - b1[k]) * w1
-            jj += 1
-        return
-    c = buf[off[s1 + s2] : off[s1 + s2] + n]
-    w0 = w[s1 + s2]
-    for k in range(n):
-        acc[k] = c[k] * w0
-    t0 = 0
-    while t0 + 4 <= size - 1:
-        a1 = buf[off[t0] : off[t0] + n]
-        a2 = buf[off[t0 + 1] : off[t0 + 1] + n]
-        a3 = buf[off[t0 + 2] : off[t0 + 2] + n]
-        a4 = buf[off[t0 + 3] : off[t0 + 3] + n]
-        w1 = w[t0]
-        w2 = w[t0 + 1]
-        w3 = w[t0 + 2]
-        w4 = w[t0 + 3]
-        for k in range(n):
-            t = acc[k] + a1[k] * w1
-            t = t + a2[k] * w2
-            t = t + a3[k] * w3
-            acc[k] = t + a4[k] * w4
-        t0 += 4
-    while t0 < size - 1:
-        a1 = buf[off[t0] : off[t0] + n]
-        w1 = w[t0]
-        for k in range(n):
-            acc[k] += a1[k] * w1
-        t0 += 1
-
 
 
 @_jit
