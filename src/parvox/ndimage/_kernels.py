@@ -39,6 +39,9 @@ __all__ = ["correlate_lines", "correlate_rows", "uniform_lines", "uniform_rows"]
 
 _jit = numba.njit(nogil=True, cache=True)
 
+#: outputs of a line computed together (their taps and sums stay in the L1 cache)
+_RUN = 512
+
 
 @_jit
 def _all_inside(table: np.ndarray, start: int, size: int) -> bool:
@@ -49,6 +52,92 @@ def _all_inside(table: np.ndarray, start: int, size: int) -> bool:
 
 
 @_jit
+def _sum_taps(
+    acc: np.ndarray, n: int, buf: np.ndarray, off: np.ndarray, w: np.ndarray, sym: int
+) -> None:
+    """``acc[k]`` = scipy's sum for a run of ``n`` outputs; tap ``t`` reads ``buf[off[t] + k]``.
+
+    Four taps are added per sweep over ``acc`` (in scipy's order, so the same bits), which
+    loads and stores each sum once per four taps. Along a non-last axis ``buf`` is a plane of
+    rows (``off[t]`` the start of tap ``t``'s row), along the last axis a line's extension.
+    """
+    size = w.size
+    s1 = size // 2
+    s2 = size - s1 - 1
+    if sym != 0:
+        c = buf[off[s1] : off[s1] + n]
+        w0 = w[s1]
+        for k in range(n):
+            acc[k] = np.float64(c[k]) * w0
+        jj = -s1
+        while jj + 4 <= 0:
+            a1 = buf[off[s1 + jj] : off[s1 + jj] + n]
+            b1 = buf[off[s1 - jj] : off[s1 - jj] + n]
+            a2 = buf[off[s1 + jj + 1] : off[s1 + jj + 1] + n]
+            b2 = buf[off[s1 - jj - 1] : off[s1 - jj - 1] + n]
+            a3 = buf[off[s1 + jj + 2] : off[s1 + jj + 2] + n]
+            b3 = buf[off[s1 - jj - 2] : off[s1 - jj - 2] + n]
+            a4 = buf[off[s1 + jj + 3] : off[s1 + jj + 3] + n]
+            b4 = buf[off[s1 - jj - 3] : off[s1 - jj - 3] + n]
+            w1 = w[s1 + jj]
+            w2 = w[s1 + jj + 1]
+            w3 = w[s1 + jj + 2]
+            w4 = w[s1 + jj + 3]
+            if sym > 0:
+                for k in range(n):
+                    t = acc[k] + (np.float64(a1[k]) + np.float64(b1[k])) * w1
+                    t = t + (np.float64(a2[k]) + np.float64(b2[k])) * w2
+                    t = t + (np.float64(a3[k]) + np.float64(b3[k])) * w3
+                    acc[k] = t + (np.float64(a4[k]) + np.float64(b4[k])) * w4
+            else:
+                for k in range(n):
+                    t = acc[k] + (np.float64(a1[k]) - np.float64(b1[k])) * w1
+                    t = t + (np.float64(a2[k]) - np.float64(b2[k])) * w2
+                    t = t + (np.float64(a3[k]) - np.float64(b3[k])) * w3
+                    acc[k] = t + (np.float64(a4[k]) - np.float64(b4[k])) * w4
+            jj += 4
+        while jj < 0:
+            a1 = buf[off[s1 + jj] : off[s1 + jj] + n]
+            b1 = buf[off[s1 - jj] : off[s1 - jj] + n]
+            w1 = w[s1 + jj]
+            if sym > 0:
+                for k in range(n):
+                    acc[k] += (np.float64(a1[k]) + np.float64(b1[k])) * w1
+            else:
+                for k in range(n):
+                    acc[k] += (np.float64(a1[k]) - np.float64(b1[k])) * w1
+            jj += 1
+        return
+    c = buf[off[s1 + s2] : off[s1 + s2] + n]
+    w0 = w[s1 + s2]
+    for k in range(n):
+        acc[k] = np.float64(c[k]) * w0
+    t0 = 0
+    while t0 + 4 <= size - 1:
+        a1 = buf[off[t0] : off[t0] + n]
+        a2 = buf[off[t0 + 1] : off[t0 + 1] + n]
+        a3 = buf[off[t0 + 2] : off[t0 + 2] + n]
+        a4 = buf[off[t0 + 3] : off[t0 + 3] + n]
+        w1 = w[t0]
+        w2 = w[t0 + 1]
+        w3 = w[t0 + 2]
+        w4 = w[t0 + 3]
+        for k in range(n):
+            t = acc[k] + np.float64(a1[k]) * w1
+            t = t + np.float64(a2[k]) * w2
+            t = t + np.float64(a3[k]) * w3
+            acc[k] = t + np.float64(a4[k]) * w4
+        t0 += 4
+    while t0 < size - 1:
+        a1 = buf[off[t0] : off[t0] + n]
+        w1 = w[t0]
+        for k in range(n):
+            acc[k] += np.float64(a1[k]) * w1
+        t0 += 1
+
+
+
+@_jit
 def correlate_rows(
     src: np.ndarray, dst: np.ndarray, w: np.ndarray,
     table: np.ndarray, sym: int, cval: float,
@@ -56,43 +145,17 @@ def correlate_rows(
     """Correlate along axis 1 of ``(pre, n, post)`` arrays (scipy's ``NI_Correlate1D``)."""
     pre, n_out, post = dst.shape
     size = w.size
-    s1 = size // 2
-    s2 = size - s1 - 1
     acc = np.empty(post, np.float64)
+    off = np.empty(size, np.int64)
     for i in range(pre):
         plane = src[i]
+        flat = plane.reshape(plane.shape[0] * post)
         for j in range(n_out):
             out = dst[i, j]
             if _all_inside(table, j, size):
-                if sym != 0:
-                    row = plane[table[j + s1]]
-                    w0 = w[s1]
-                    for k in range(post):
-                        acc[k] = np.float64(row[k]) * w0
-                    for jj in range(-s1, 0):
-                        ra = plane[table[j + s1 + jj]]
-                        rb = plane[table[j + s1 - jj]]
-                        wj = w[s1 + jj]
-                        if sym > 0:
-                            for k in range(post):
-                                acc[k] += (
-                                    np.float64(ra[k]) + np.float64(rb[k])
-                                ) * wj
-                        else:
-                            for k in range(post):
-                                acc[k] += (
-                                    np.float64(ra[k]) - np.float64(rb[k])
-                                ) * wj
-                else:
-                    row = plane[table[j + s1 + s2]]
-                    wl = w[s1 + s2]
-                    for k in range(post):
-                        acc[k] = np.float64(row[k]) * wl
-                    for jj in range(-s1, s2):
-                        ra = plane[table[j + s1 + jj]]
-                        wj = w[s1 + jj]
-                        for k in range(post):
-                            acc[k] += np.float64(ra[k]) * wj
+                for t in range(size):
+                    off[t] = table[j + t] * post
+                _sum_taps(acc, post, flat, off, w, sym)
             else:  # some taps read cval: the same sums, value by value
                 for k in range(post):
                     acc[k] = _tap_sum(plane, table, j, k, w, sym, cval)
@@ -134,43 +197,23 @@ def correlate_lines(
     """Correlate along the last axis of ``(lines, n)`` arrays (scipy's ``NI_Correlate1D``)."""
     lines, n_out = dst.shape
     size = w.size
-    s1 = size // 2
-    s2 = size - s1 - 1
     ext = np.empty(n_out + size - 1, np.float64)
-    acc = np.empty(n_out, np.float64)
+    acc = np.empty(min(_RUN, n_out), np.float64)
+    off = np.empty(size, np.int64)
     for i in range(lines):
         line = src[i]
         for e in range(ext.size):
             t = table[e]
             ext[e] = cval if t < 0 else np.float64(line[t])
-        if sym != 0:
-            mid = ext[s1 : s1 + n_out]
-            w0 = w[s1]
-            for j in range(n_out):
-                acc[j] = mid[j] * w0
-            for jj in range(-s1, 0):
-                ea = ext[s1 + jj : s1 + jj + n_out]
-                eb = ext[s1 - jj : s1 - jj + n_out]
-                wj = w[s1 + jj]
-                if sym > 0:
-                    for j in range(n_out):
-                        acc[j] += (ea[j] + eb[j]) * wj
-                else:
-                    for j in range(n_out):
-                        acc[j] += (ea[j] - eb[j]) * wj
-        else:
-            last = ext[s1 + s2 : s1 + s2 + n_out]
-            wl = w[s1 + s2]
-            for j in range(n_out):
-                acc[j] = last[j] * wl
-            for jj in range(-s1, s2):
-                ea = ext[s1 + jj : s1 + jj + n_out]
-                wj = w[s1 + jj]
-                for j in range(n_out):
-                    acc[j] += ea[j] * wj
         out = dst[i]
-        for j in range(n_out):
-            out[j] = acc[j]
+        for j0 in range(0, n_out, _RUN):  # runs of outputs whose taps stay in L1
+            m = min(_RUN, n_out - j0)
+            for t in range(size):
+                off[t] = j0 + t
+            _sum_taps(acc, m, ext, off, w, sym)
+            o = out[j0 : j0 + m]
+            for j in range(m):
+                o[j] = acc[j]
 
 
 @_jit
@@ -183,7 +226,8 @@ def uniform_rows(
     scipy keeps a running window sum: ``x[j + size] - x[j]`` is added per step and each output
     is that sum divided by ``size``. ``table`` has one entry more than the correlation's, in
     front, so output ``j`` adds ``x[e = j + size] - x[e = j]``. With ``fresh`` the line starts
-    here (scipy's first window sum); otherwise ``state[i, k]`` holds the running sum of the
+    here (scipy's first window sum)
+    otherwise ``state[i, k]`` holds the running sum of the
     position before the first output. On return ``state`` holds that of the last one.
     """
     pre, n_out, post = dst.shape

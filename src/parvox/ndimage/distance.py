@@ -11,7 +11,14 @@ port of scipy's line loop with its arithmetic in its order, so ties between equa
 features are broken as scipy breaks them: features and distances equal scipy's bit for bit.
 
 The distances are then ``sqrt(sum(((feature - index) * sampling) ** 2))`` per pixel, summed over
-the axes in order, as scipy computes them. ``indices`` (returned or filled) is a DistArray of
+the axes in order, as scipy computes them.
+
+When only the distances are asked for, without ``sampling``, the squared distances come from the
+1-D passes of :mod:`parvox.ndimage._edt` instead (Felzenszwalb and Huttenlocher's lower envelope
+of parabolas, on float64 values that hold the integers exactly): the axes the input's blocks
+hold whole first, then a pencil layout per remaining axis, moving one float64 per pixel; the
+``sqrt`` of those integers is scipy's distance bit for bit. (An input without any zero keeps
+scipy's own result for it, from the feature transform.) ``indices`` (returned or filled) is a DistArray of
 shape ``(ndim, *input.shape)`` whose grid is the input's with one block along the first axis.
 
 Examples
@@ -33,6 +40,7 @@ import numpy as np
 import scipy.ndimage as ndi
 
 from parvox.distarray import DistArray
+from parvox.ndimage import _edt
 from parvox.ndimage._halo import check_input, probe
 from parvox.ndimage._pencils import pencils
 from parvox.redistribution import redistribute
@@ -166,6 +174,46 @@ def _features(x: DistArray, sampling: np.ndarray | None) -> DistArray:
     return redistribute(current, back)
 
 
+def _has_background(x: DistArray) -> bool:
+    """Whether any element of ``x`` is zero (on every rank)."""
+    from mpi4py import MPI
+
+    mine = any(bool((c == 0).any()) for c in x.cores())
+    return bool(x.comm.allreduce(mine, op=MPI.LOR))
+
+
+def _pass_order(x: DistArray) -> list[int]:
+    """The axes whole in ``x``'s blocks first (last axis first: contiguous), then the others."""
+    whole = [a for a in reversed(range(x.ndim)) if x.grid.grid[a] == 1]
+    return whole + [a for a in reversed(range(x.ndim)) if x.grid.grid[a] != 1]
+
+
+def _squared_distances(x: DistArray, out: DistArray) -> None:
+    """Squared distances of ``x`` (to its zeros; it has some) into ``out`` (``x``'s layout).
+
+    The passes of :func:`parvox.ndimage._edt.edt_axis` run first along the axes that ``x``'s
+    blocks hold whole, then each other axis on a pencil layout (one all-to-all to it, and one
+    back to ``out`` at the end).
+    """
+    f = out if all(b.core.flags.c_contiguous for b in out.blocks) else x.like(np.float64, ghost=0)
+    for b, dst in zip(x.blocks, f.blocks, strict=True):
+        np.copyto(dst.core, np.where(b.core != 0, np.inf, 0.0))
+    current = f
+    size = x.comm.Get_size()
+    for k, d in enumerate(_pass_order(x)):
+        if current.grid.grid[d] != 1:
+            pencil = DistArray.empty(x.shape, np.float64, grid=pencils(x.shape, d, size),
+                                     comm=x.comm)
+            current = redistribute(current, pencil)
+        for b in current.blocks:
+            core = b.core
+            pre = int(np.prod(core.shape[:d], dtype=np.int64))
+            post = int(np.prod(core.shape[d + 1 :], dtype=np.int64))
+            _edt.edt_axis(core.reshape(pre, core.shape[d], post), k == 0)
+    if current is not out:
+        redistribute(current, out)
+
+
 def _indices_layout(x: DistArray, dtype: Any) -> DistArray:
     """A DistArray of shape ``(ndim, *x.shape)`` with ``x``'s grid and one block along axis 0."""
     return DistArray.empty(
@@ -228,6 +276,13 @@ def distance_transform_edt(
     samp = None if sampling is None else np.broadcast_to(
         np.asarray(sampling, dtype=np.float64), (ndim,)
     ).copy()
+    if (return_distances and not return_indices and samp is None and x.size
+            and _has_background(x)):  # the distances alone: squared distances by 1-D passes
+        dist = distances if distances is not None else x.like(np.float64)
+        _squared_distances(x, dist)
+        for b in dist.blocks:
+            np.sqrt(b.core, out=b.core)
+        return None if distances is not None else dist
     if x.size:
         feats = _features(x, samp)
     result = []

@@ -1,8 +1,11 @@
 """Distributed connected-component labelling equal to ``scipy.ndimage.label``.
 
-1. every block is labelled on its own by ``scipy.ndimage.label`` with the same ``structure``,
-   straight into a work array with a 1-wide ghost along the split axes; one compiled pass
-   finds the first pixel (raster order) of each local label, which is how scipy numbers them;
+1. every block is labelled on its own, as ``scipy.ndimage.label`` labels it with the same
+   ``structure``, straight into a work array with a 1-wide ghost along the split axes, by the
+   compiled run-based labeller of :mod:`parvox.ndimage._runs` (which also gives the first
+   pixel, in raster order, of each local label: how scipy numbers them); structures it does
+   not take, and blocks of more than three axes, go to scipy and one compiled pass that finds
+   the first pixels;
 2. the labels on each block's boundary shell are offset to be globally unique and the ghost
    shells exchanged; each block pairs its boundary cells with the ghost cells ``structure``
    connects them to (faces, edges and corners): distinct labels in a pair are one component;
@@ -33,7 +36,7 @@ import scipy.ndimage as ndi
 
 from parvox.decomposition import BlockGrid
 from parvox.distarray import DistArray
-from parvox.ndimage import _components
+from parvox.ndimage import _components, _runs
 from parvox.ndimage._halo import check_input, probe, resolve_output
 
 __all__ = ["label"]
@@ -88,6 +91,14 @@ def _first(lab: np.ndarray, n: int) -> np.ndarray:
     flat = lab.ravel()
     _, first = np.unique(flat, return_index=True)
     return first[-n:].astype(np.int64) if n else np.empty(0, np.int64)
+
+
+def _label_local(a: np.ndarray, st: np.ndarray, out: np.ndarray) -> tuple[int, np.ndarray]:
+    """scipy's labels of one block into ``out``; their count and first pixels (flat index)."""
+    if _runs.supported(a, st):
+        return _runs.label_block(a, st, out)
+    n = int(ndi.label(a, st, output=out))
+    return n, _first(out, n)
 
 
 def _relabel(lab: np.ndarray, lut: np.ndarray, out: np.ndarray) -> None:
@@ -211,8 +222,11 @@ def _label_into(x: DistArray, st: np.ndarray, work: np.dtype, result: DistArray)
     ghost = tuple(1 if g > 1 else 0 for g in x.grid.grid)
     grid = BlockGrid(x.grid.shape, x.grid.grid, (False,) * x.ndim)
     w = DistArray(grid, work, ghost=ghost, assignment=x.assignment, comm=comm)
-    counts = [int(ndi.label(src, st, output=dst.core)) for src, dst in zip(
-        x.cores(), w.blocks, strict=True)]
+    counts, firsts = [], []
+    for src, dst in zip(x.cores(), w.blocks, strict=True):
+        n, first = _label_local(src, st, dst.core)
+        counts.append(n)
+        firsts.append(first)
     per_rank = np.array(comm.allgather(sum(counts)), np.int64)
     starts = np.concatenate([[0], np.cumsum(per_rank)])
     if x.grid.nblocks == 1:  # one block: scipy's labels are the answer
@@ -226,8 +240,7 @@ def _label_into(x: DistArray, st: np.ndarray, work: np.dtype, result: DistArray)
         return int(starts[-1])
     offsets = np.concatenate([[0], np.cumsum(counts)]) + starts[rank]
     keys = []
-    for b, n in zip(w.blocks, counts, strict=True):
-        first = _first(b.core, n)
+    for b, first in zip(w.blocks, firsts, strict=True):
         local = np.unravel_index(first, b.shape)
         glob = tuple(c + lo for c, (lo, _) in zip(local, b.extents, strict=True))
         keys.append(np.ravel_multi_index(glob, x.shape).astype(np.int64))
