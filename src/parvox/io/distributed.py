@@ -6,10 +6,12 @@
 array's metadata in a temporary sibling; every rank writes its own boxes; when all have
 succeeded (:func:`parvox.comm.agree`) rank 0 publishes the temporary (:func:`parvox.io.publish`),
 so a reader never sees a half-written file or folder, and a failure leaves nothing behind.
-Formats whose chunks or shards are files or compressed blocks (Zarr, OME-Zarr, a TIFF folder)
-take only boxes that are unions of whole shards: when the DistArray's blocks are not, its data
-are first redistributed (:func:`parvox.redistribution.redistribute`) into slabs along z of whole
-shard rows, so no shard is ever written by two ranks.
+Formats whose chunks or shards are files or compressed blocks (Zarr, OME-Zarr, a TIFF folder,
+a store) take only boxes that are unions of whole shards: when the DistArray's blocks are not,
+its data are first redistributed (:func:`parvox.redistribution.redistribute`) into slabs along
+z of whole shard rows, so no shard is ever written by two ranks. A store's rows of extents
+also need the one plane past them (the extents' overlap, ``halo``): the slabs get it from
+their neighbours by one halo exchange.
 
 Examples
 --------
@@ -126,16 +128,20 @@ def _aligned(d: DistArray, unit: tuple[int, ...] | None) -> bool:
     return bool(min(private_comm(d.comm).allgather(ok)))
 
 
-def _shard_rows(d: DistArray, unit: tuple[int, ...]) -> DistArray:
+def _shard_rows(d: DistArray, unit: tuple[int, ...], halo: int = 0) -> DistArray:
     """``d`` redistributed into slabs along axis 0 of ``unit[0]`` planes, whole along the rest
-    (the last slab padded past the end, which is never written)."""
+    (the last slab padded past the end, which is never written), with ``halo`` ghost planes
+    along axis 0 filled from the neighbours."""
     from parvox.decomposition import BlockGrid
     from parvox.redistribution import redistribute
 
     rows = max(1, -(-d.shape[0] // unit[0]))
     shape = (rows * unit[0], *d.shape[1:])
     grid = BlockGrid(shape, (rows,) + (1,) * (d.ndim - 1), (False,) * d.ndim)
-    return redistribute(d, grid=grid)
+    out = redistribute(d, grid=grid, ghost=(halo,) + (0,) * (d.ndim - 1))
+    if halo:
+        out.exchange_halo(mode=None)
+    return out
 
 
 def write(
@@ -200,16 +206,14 @@ def write(
             spacing=None if spacing is None else tuple(float(s) for s in spacing),
             levels=int(levels), codec=codec,
         )
-        if fmt != "store":
-            writer_cls = FORMATS[fmt].writer
-            assert writer_cls is not None
-            writer_cls.check(name, d.shape, d.dtype, options)
+        writer_cls = FORMATS[fmt].writer
+        if writer_cls is None:
+            raise ParameterError("format", f"format: {fmt} cannot be written")
+        writer_cls.check(name, d.shape, d.dtype, options)
     except Exception as exc:  # raised on every rank by agree
         error = exc
     agree(error, f"writing {name}", c)
-    if writer_cls is None:
-        _write_store(d, dest, options, overwrite, progress)
-        return
+    assert writer_cls is not None
     directory = FORMATS[fmt].directory
     tmp: Path | None = None
     with root_writes(c, what=f"creating {name}") as mine:
@@ -239,7 +243,11 @@ def write(
 def _fill(d: DistArray, writer: ArrayWriter, name: str, progress: Progress) -> None:
     """Every rank writes its boxes (after aligning the blocks to the writer's unit)."""
     c = d.comm
-    src = d if _aligned(d, writer.unit) else _shard_rows(d, writer.unit or d.shape)
+    halo = writer.halo
+    if halo or not _aligned(d, writer.unit):
+        src = _shard_rows(d, writer.unit or d.shape, halo)
+    else:
+        src = d
     error: Exception | None = None
     try:
         writer.open()
@@ -249,41 +257,13 @@ def _fill(d: DistArray, writer: ArrayWriter, name: str, progress: Progress) -> N
                 box = tuple(slice(s.start, min(s.stop, n)) for s, n in zip(b.bounds, d.shape,
                                                                             strict=True))
                 if all(s.stop > s.start for s in box):
-                    local = tuple(slice(0, s.stop - s.start) for s in box)
-                    writer.write_box(box, b.core[local])
+                    past = min(halo, d.shape[0] - box[0].stop)  # the halo planes, clipped
+                    local = tuple(slice(g, g + s.stop - s.start + (past if i == 0 else 0))
+                                  for i, (s, g) in enumerate(zip(box, b.ghost, strict=True)))
+                    writer.write_box(box, b.data[local])
                 bar.update()
         writer.close()
     except Exception as exc:  # raised on every rank by agree
         error = exc
     agree(error, f"writing {name}", c)
     writer.build_levels(c, progress)
-
-
-def _write_store(d: DistArray, dest: str | os.PathLike[str], options: WriteOptions,
-                 overwrite: bool, progress: Progress) -> None:
-    """A store through ingest, from a temporary ``.npy`` written in parallel."""
-    from parvox.io import check_output_path, temp_path
-    from parvox.volume.ingest import ingest
-    from parvox.volume.layout import DEFAULT_EXTENT
-
-    c = d.comm
-    name = os.fspath(dest)
-    with root_writes(c, what=f"writing {name}") as mine:
-        if mine:
-            check_output_path(dest, param="dest", overwrite=overwrite, directory=True)
-            if d.ndim not in (3, 4):
-                raise ParameterError("dest", f"{name}: a store holds (z, y, x) or (z, y, x, 3), "
-                                     f"got shape {d.shape}")
-    staged = private_comm(c).bcast(
-        temp_path(Path(name.rstrip("/") + ".npy")) if c.Get_rank() == 0 else None, root=0
-    )
-    try:
-        write(d, staged, format="npy", progress=progress)
-        ingest(staged, dest, extent=(options.chunks or DEFAULT_EXTENT)[:3],
-               spacing=options.spacing, overwrite=overwrite, progress=progress, comm=c,
-               codec=options.codec or "none", levels=options.levels)
-    finally:
-        private_comm(c).Barrier()
-        if c.Get_rank() == 0:
-            Path(staged).unlink(missing_ok=True)
-
