@@ -27,6 +27,7 @@ True
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -106,7 +107,8 @@ def read(
         with progress_bar(progress, len(out.blocks), desc=f"reading {Path(name).name}",
                           comm=c) as bar:
             for b in out.blocks:
-                b.core[...] = reader.read_box(b.bounds, level)
+                for piece, local in _pieces(b.bounds, reader.chunks, full, reader.dtype):
+                    b.core[local] = reader.read_box(piece, level)
                 bar.update()
     except Exception as exc:
         error = exc
@@ -114,6 +116,28 @@ def read(
         reader.close()
     agree(error, f"reading {name}", c)
     return out
+
+
+#: bytes of one read: a block is read in slabs along axis 0 of about this size (whole rows of
+#: chunks), so that the reader's copy never doubles the block
+_PIECE_BYTES = 16 << 20
+
+
+def _pieces(bounds: tuple[slice, ...], chunks: tuple[int, ...], shape: tuple[int, ...],
+            dtype: np.dtype) -> list[tuple[tuple[slice, ...], tuple[slice, ...]]]:
+    """``bounds`` cut along axis 0 into boxes of about :data:`_PIECE_BYTES` that end on the
+    reader's chunk rows (a chunk row is decoded once), with their places in the block."""
+    if not bounds:
+        return [(bounds, bounds)]
+    z0, z1 = int(bounds[0].start), int(bounds[0].stop)
+    plane = int(np.prod([b.stop - b.start for b in bounds[1:]])) * np.dtype(dtype).itemsize
+    unit = int(chunks[0]) if chunks and 0 < int(chunks[0]) < int(shape[0]) else 1
+    step = max(1, _PIECE_BYTES // max(plane, 1) // unit) * unit
+    cuts = [z0, *range(-(-(z0 + 1) // step) * step, z1, step), z1]
+    cuts = sorted(set(cuts))
+    whole = tuple(slice(0, b.stop - b.start) for b in bounds)
+    return [((slice(a, b), *bounds[1:]), (slice(a - z0, b - z0),))
+            for a, b in itertools.pairwise(cuts)] or [(bounds, whole)]
 
 
 def _aligned(d: DistArray, unit: tuple[int, ...] | None) -> bool:
