@@ -415,3 +415,24 @@ def test_store_is_written_directly_by_rows_exactly_with_levels_and_codecs():
         vstore.StoreWriter.write_extent = real
     comm.Barrier()
     assert sorted(os.listdir(tmp)) == [f"{i}.store" for i in range(len(cases))]
+
+
+def test_a_block_is_read_in_slabs_of_whole_chunk_rows():
+    from parvox.io.distributed import _PIECE_BYTES, _pieces
+
+    plane = 512 * 512 * 4
+    bounds = (slice(3, 200), slice(0, 512), slice(0, 512))
+    pieces = _pieces(bounds, (32, 64, 64), (300, 512, 512), np.dtype(np.float32))
+    starts = [p[0].start for p, _ in pieces]
+    assert starts[0] == 3 and all(z % 32 == 0 for z in starts[1:])  # chunk rows read once
+    assert [p[0].stop for p, _ in pieces][-1] == 200
+    assert all(p[1:] == bounds[1:] for p, _ in pieces)
+    assert all((p[0].stop - p[0].start) * plane <= max(_PIECE_BYTES, 32 * plane)
+               for p, _ in pieces)
+    assert [(loc[0].start, loc[0].stop) for _, loc in pieces] == [
+        (p[0].start - 3, p[0].stop - 3) for p, _ in pieces]
+    # a memory-mapped file (one chunk): plane-aligned slabs; an empty block: one empty read
+    flat = _pieces((slice(0, 100), slice(0, 512)), (100, 512), (100, 512), np.dtype(np.float64))
+    assert len(flat) == 1
+    assert _pieces((slice(4, 4), slice(2, 5)), (4, 4), (9, 9), np.dtype(np.uint8)) == [
+        ((slice(4, 4), slice(2, 5)), (slice(0, 0), slice(0, 3)))]

@@ -7,11 +7,11 @@ array's metadata in a temporary sibling; every rank writes its own boxes; when a
 succeeded (:func:`parvox.comm.agree`) rank 0 publishes the temporary (:func:`parvox.io.publish`),
 so a reader never sees a half-written file or folder, and a failure leaves nothing behind.
 Formats whose chunks or shards are files or compressed blocks (Zarr, OME-Zarr, a TIFF folder,
-a store) take only boxes that are unions of whole shards: when the DistArray's blocks are not,
-its data are first redistributed (:func:`parvox.redistribution.redistribute`) into slabs along
-z of whole shard rows, so no shard is ever written by two ranks. A store's rows of extents
-also need the one plane past them (the extents' overlap, ``halo``): the slabs get it from
-their neighbours by one halo exchange.
+a store) take only boxes that are unions of whole shards: when the DistArray's blocks are not, the ranks
+share the rows of shards along z (contiguous runs, one per rank) and assemble them one row per
+round from the blocks that hold their planes (one all-to-all of those pieces a round), so no
+shard is ever written by two ranks and no rank holds more than its blocks and one row. A
+store's rows of extents also take the one plane past them (the extents' overlap, ``halo``).
 
 Examples
 --------
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +37,7 @@ import numpy as np
 
 from parvox.comm import agree, get_comm, private_comm, root_writes
 from parvox.errors import ParameterError
-from parvox.io.base import ArrayWriter, WriteOptions, parse_chunks
+from parvox.io.base import ArrayWriter, Bounds, WriteOptions, parse_chunks
 from parvox.io.registry import FORMATS, dest_format, open_reader
 from parvox.progressbar import Progress, check_progress, progress_bar
 
@@ -152,20 +152,74 @@ def _aligned(d: DistArray, unit: tuple[int, ...] | None) -> bool:
     return bool(min(private_comm(d.comm).allgather(ok)))
 
 
-def _shard_rows(d: DistArray, unit: tuple[int, ...], halo: int = 0) -> DistArray:
-    """``d`` redistributed into slabs along axis 0 of ``unit[0]`` planes, whole along the rest
-    (the last slab padded past the end, which is never written), with ``halo`` ghost planes
-    along axis 0 filled from the neighbours."""
-    from parvox.decomposition import BlockGrid
-    from parvox.redistribution import redistribute
+def _row_rounds(d: DistArray, unit: int, halo: int) -> Iterator[tuple[Bounds, np.ndarray] | None]:
+    """The rows of ``unit`` planes along axis 0 (whole along the rest) that this rank writes,
+    one per round, each with ``halo`` planes past it; collective (every rank runs every round).
 
-    rows = max(1, -(-d.shape[0] // unit[0]))
-    shape = (rows * unit[0], *d.shape[1:])
-    grid = BlockGrid(shape, (rows,) + (1,) * (d.ndim - 1), (False,) * d.ndim)
-    out = redistribute(d, grid=grid, ghost=(halo,) + (0,) * (d.ndim - 1))
-    if halo:
-        out.exchange_halo(mode=None)
-    return out
+    The rows are split into contiguous runs, one per rank (:func:`split_extent`); in round
+    ``k`` every rank assembles the ``k``-th row of its run from the blocks that hold its
+    planes (one :func:`parvox.collectives.alltoallv` of those pieces). So no row is written by
+    two ranks, and a rank holds its blocks plus one row at a time, never a second copy of its
+    share. Yields ``(box, data)``, or ``None`` in a round where this rank has no row.
+    """
+    from parvox import collectives
+    from parvox.decomposition import split_extent
+
+    c = d.comm
+    size, rank = c.Get_size(), c.Get_rank()
+    nz = d.shape[0]
+    spans = [split_extent(max(1, -(-nz // unit)), size, r) for r in range(size)]
+    rest = tuple(slice(0, n) for n in d.shape[1:])
+    for k in range(max(b - a for a, b in spans)):
+        want: list[tuple[int, int, int] | None] = []
+        for a, b in spans:
+            z0 = (a + k) * unit
+            want.append((z0, min(z0 + unit, nz), min(z0 + unit + halo, nz))
+                        if a + k < b and z0 < nz else None)
+        parts: list[np.ndarray] = []
+        sendcounts = []
+        for w in want:  # my blocks' planes of each rank's row
+            n = 0
+            for blk in d.blocks:
+                if w is None:
+                    break
+                (b0, b1) = blk.extents[0]
+                lo, hi = max(b0, w[0]), min(b1, w[2])
+                if lo < hi:
+                    parts.append(blk.core[lo - b0 : hi - b0])
+                    n += parts[-1].nbytes
+            sendcounts.append(n)
+        send = np.empty(sum(sendcounts), np.uint8)
+        pos = 0
+        for part in parts:
+            send[pos : pos + part.nbytes].view(d.dtype).reshape(part.shape)[...] = part
+            pos += part.nbytes
+        del parts
+        mine = want[rank]
+        m0, m1, m2 = mine if mine is not None else (0, 0, 0)
+        row = np.empty((m2 - m0, *d.shape[1:]), d.dtype)
+        views: list[np.ndarray] = []
+        recvcounts = []
+        for r in range(size):  # the pieces of my row, rank by rank, block by block
+            n = 0
+            for g in d.assignment.local_gids(r):
+                ext = d.grid.extents(g)
+                lo, hi = max(ext[0][0], m0), min(ext[0][1], m2)
+                if lo < hi:
+                    where: tuple[slice, ...] = (slice(lo - m0, hi - m0),
+                                                *(slice(e0, e1) for e0, e1 in ext[1:]))
+                    views.append(row[where])
+                    n += views[-1].nbytes
+            recvcounts.append(n)
+        recv = np.empty(sum(recvcounts), np.uint8)
+        collectives.alltoallv(send, sendcounts, recv, recvcounts, comm=c)
+        del send
+        pos = 0
+        for view in views:
+            view[...] = recv[pos : pos + view.nbytes].view(d.dtype).reshape(view.shape)
+            pos += view.nbytes
+        del recv, views
+        yield None if mine is None else ((slice(m0, m1), *rest), row)
 
 
 def write(
@@ -265,29 +319,37 @@ def write(
 
 
 def _fill(d: DistArray, writer: ArrayWriter, name: str, progress: Progress) -> None:
-    """Every rank writes its boxes (after aligning the blocks to the writer's unit)."""
+    """Every rank writes its boxes: its blocks as they are when they are unions of the
+    writer's units, else rows of whole units assembled round by round (:func:`_row_rounds`).
+    A rank that fails goes on exchanging (without writing) so that no rank waits."""
     c = d.comm
     halo = writer.halo
-    if halo or not _aligned(d, writer.unit):
-        src = _shard_rows(d, writer.unit or d.shape, halo)
-    else:
-        src = d
+    rows = bool(halo) or not _aligned(d, writer.unit)
     error: Exception | None = None
     try:
         writer.open()
-        with progress_bar(progress, len(src.blocks), desc=f"writing {Path(name).name}",
-                          comm=c) as bar:
-            for b in src.blocks:
-                box = tuple(slice(s.start, min(s.stop, n)) for s, n in zip(b.bounds, d.shape,
-                                                                            strict=True))
-                if all(s.stop > s.start for s in box):
-                    past = min(halo, d.shape[0] - box[0].stop)  # the halo planes, clipped
-                    local = tuple(slice(g, g + s.stop - s.start + (past if i == 0 else 0))
-                                  for i, (s, g) in enumerate(zip(box, b.ghost, strict=True)))
-                    writer.write_box(box, b.data[local])
-                bar.update()
-        writer.close()
     except Exception as exc:  # raised on every rank by agree
         error = exc
+    if rows:
+        unit = (writer.unit or d.shape)[0]
+        nrows = max(1, -(-d.shape[0] // unit))
+        boxes: Iterator[tuple[Bounds, np.ndarray] | None] = _row_rounds(d, unit, halo)
+        total = -(-nrows // c.Get_size())
+    else:
+        boxes = ((b.bounds, b.core) for b in d.blocks)
+        total = len(d.blocks)
+    with progress_bar(progress, total, desc=f"writing {Path(name).name}", comm=c) as bar:
+        for item in boxes:
+            if item is not None and error is None and all(s.stop > s.start for s in item[0]):
+                try:
+                    writer.write_box(*item)
+                except Exception as exc:  # raised on every rank by agree
+                    error = exc
+            bar.update()
+    if error is None:
+        try:
+            writer.close()
+        except Exception as exc:
+            error = exc
     agree(error, f"writing {name}", c)
     writer.build_levels(c, progress)
