@@ -11,8 +11,10 @@ setup take a file-name prefix, ``"tiny-"`` for the baseline's input):
 
 - ``pyramid``: ``build_pyramid(store, 3)`` on an RGB phantom store (``--shape``, default
   384x320x352, 8 disks; the ``./run`` phantom is ``--shape 768,640,704``);
-- ``rfw-npy``: read a float32 ``.npy`` of ``--cube``^3 voxels (``DistArray.read_npy``), a
-  3x3x3 ``uniform_filter``, write it back (``write_npy``);
+- ``rfw-FORMAT``, one per format of :data:`RFW` (npy, tiff folder, tiff file, zarr v2, zarr v3
+  sharded, OME-Zarr 0.4 and 0.5, NIfTI, store): read a float32 volume of ``--rfw-cube``^3
+  voxels (default 640: 1 GiB) with ``parvox.io.read``, a 3x3x3 ``uniform_filter``, write the
+  result in the same format with ``parvox.io.write``;
 - ``label``, ``edt``, ``fftn``: ``parvox.ndimage.label`` of a binary volume,
   ``distance_transform_edt`` of it, and ``parvox.fft.fftn`` of float32 noise, each read from a
   ``.npy`` first (``--cube``^3, default 256).
@@ -101,13 +103,45 @@ def _pyramid(work: Path, args: Any, prefix: str) -> None:
     build_pyramid(work / f"{prefix}phantom", 3, progress=False)
 
 
-@workload("rfw-npy", _setup_npy)
-def _rfw_npy(work: Path, args: Any, prefix: str) -> None:
-    from parvox.distarray import DistArray
-    from parvox.ndimage import uniform_filter
+#: read-filter-write: format -> (input and output name, io.write keywords)
+RFW: dict[str, tuple[str, dict[str, Any]]] = {
+    "npy": ("v.npy", {}),
+    "tiff-folder": ("slices", {"format": "tiff-folder"}),
+    "tiff": ("v.tif", {}),
+    "zarr-v2": ("v2.zarr", {"format": "zarr-v2", "chunks": (64, 64, 64)}),
+    "zarr-v3": ("v3.zarr", {"chunks": (32, 64, 64), "shards": (64, 128, 128)}),
+    "ome-zarr-0.4": ("v4.ome.zarr", {"format": "ome-zarr-0.4", "chunks": (64, 64, 64)}),
+    "ome-zarr-0.5": ("v5.ome.zarr", {"chunks": (32, 64, 64), "shards": (64, 128, 128)}),
+    "nifti": ("v.nii", {}),
+    "store": ("v.store", {}),
+}
 
-    a = DistArray.read_npy(work / f"{prefix}noise.npy")
-    uniform_filter(a, 3).write_npy(work / f"{prefix}filtered.npy")
+
+def _rfw(fmt: str) -> None:
+    """Register workload ``rfw-FMT``: its setup writes the input (one rank, here), its body
+    reads, filters and writes in parallel."""
+    name, kw = RFW[fmt]
+
+    def setup(work: Path, args: Any, prefix: str) -> None:
+        from parvox import io
+        from parvox.distarray import DistArray
+
+        n = TINY if prefix else args.rfw_cube
+        noise = np.random.default_rng(0).random((n, n, n), dtype=np.float32)
+        io.write(DistArray.from_global(noise), work / f"{prefix}in-{name}", overwrite=True,
+                 **kw)
+
+    @workload(f"rfw-{fmt}", setup)
+    def body(work: Path, args: Any, prefix: str) -> None:
+        from parvox import io
+        from parvox.ndimage import uniform_filter
+
+        a = io.read(work / f"{prefix}in-{name}", format=kw.get("format"))
+        io.write(uniform_filter(a, 3), work / f"{prefix}out-{name}", overwrite=True, **kw)
+
+
+for _fmt in RFW:
+    _rfw(_fmt)
 
 
 @workload("label", _setup_npy)
@@ -195,7 +229,8 @@ def worker(args: Any) -> None:
 def _measure(name: str, nranks: int, work: Path, args: Any, dry: bool = False) -> list[float]:
     report = work / f"{name}-{nranks}.json"
     argv = [__file__, "--worker", name, "--work", str(work), "--report", str(report),
-            "--shape", args.shape, "--cube", str(args.cube), *(["--dry"] if dry else [])]
+            "--shape", args.shape, "--cube", str(args.cube), "--rfw-cube", str(args.rfw_cube),
+            *(["--dry"] if dry else [])]
     return list(run_worker_report(nranks, argv, report)["peaks"])
 
 
@@ -220,10 +255,13 @@ def _chart(rows: dict[str, dict[int, list[float]]], path: Path) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="small sizes (160^3, 192x160x176)")
+    ap.add_argument("--quick", action="store_true",
+                    help="small sizes (160^3, 192x160x176, read-filter-write 160^3)")
     ap.add_argument("--only", action="append", choices=list(WORKLOADS))
     ap.add_argument("--shape", default="384,320,352", help="phantom shape z,y,x")
     ap.add_argument("--cube", type=int, default=256, help="edge of the .npy workloads' cube")
+    ap.add_argument("--rfw-cube", type=int, default=640,
+                    help="edge of the read-filter-write float32 cube (640: 1 GiB)")
     ap.add_argument("--work", help=argparse.SUPPRESS)
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--report", help=argparse.SUPPRESS)
@@ -233,7 +271,7 @@ def main() -> None:
         worker(args)
         return
     if args.quick:
-        args.shape, args.cube = "192,160,176", 160
+        args.shape, args.cube, args.rfw_cube = "192,160,176", 160, 160
     names = args.only or list(WORKLOADS)
     rows: dict[str, dict[int, list[float]]] = {}  # MB above baseline, per rank
     bases: dict[str, float] = {}
@@ -249,9 +287,10 @@ def main() -> None:
                 bases[name] = base
                 rows[name][n] = [p - base for p in _measure(name, n, work, args)]
     print(f"peak RSS per rank above the baseline (the same workload on a {TINY}^3 input: "
-          f"imports, compiled kernels, MPI), MB; phantom {args.shape}, cube {args.cube}^3; "
+          f"imports, compiled kernels, MPI), MB; phantom {args.shape}, cube {args.cube}^3, "
+          f"read-filter-write {args.rfw_cube}^3; "
           f"a bare import of parvox, mpi4py, numpy: {bare:.0f} MB")
-    print(f"{'workload':<10}{'baseline':>10}" + "".join(f"{f'{n} rank(s)':>14}" for n in RANKS)
+    print(f"{'workload':<18}{'baseline':>10}" + "".join(f"{f'{n} rank(s)':>14}" for n in RANKS)
           + f"{'X':>7}")
     ratios = {}
     for name, by_n in rows.items():
@@ -259,7 +298,7 @@ def main() -> None:
                                            for n in RANKS[1:]]
         one = max(by_n[1])
         ratios[name] = max(by_n[4]) / (one / 4) if one > 0 else float("nan")
-        print(f"{name:<10}{bases[name]:>10.0f}" + "".join(f"{c:>14}" for c in cells)
+        print(f"{name:<18}{bases[name]:>10.0f}" + "".join(f"{c:>14}" for c in cells)
               + f"{ratios[name]:>7.2f}")
     _chart(rows, Path(__file__).parent / "results" / "memory.png")
     if "stream" in rows:

@@ -194,7 +194,8 @@ def _copy(src: DistArray, dst: DistArray, perm: tuple[int, ...]) -> None:
     comm = src.comm
     size = comm.Get_size()
     dtype = dst.dtype
-    # sender: for each rank, its target blocks (gid order) x my source blocks (gid order)
+    # sender: for each rank, its target blocks (gid order) x my source blocks (gid order),
+    # copied straight into one send buffer (no list of copies to concatenate)
     send_parts: list[np.ndarray] = []
     sendcounts = []
     for r in range(size):
@@ -206,10 +207,16 @@ def _copy(src: DistArray, dst: DistArray, perm: tuple[int, ...]) -> None:
                 box = _overlap(here, target)
                 if box is not None:
                     part = b.core[tuple(_local(box, here)[i] for i in back)].transpose(perm)
-                    piece = np.ascontiguousarray(part, dtype=dtype).reshape(-1).view(np.uint8)
-                    send_parts.append(piece)
-                    n += piece.size
+                    send_parts.append(part)
+                    n += part.size * dtype.itemsize
         sendcounts.append(n)
+    send = np.empty(sum(sendcounts), np.uint8)
+    pos = 0
+    for part in send_parts:
+        n = part.size * dtype.itemsize
+        send[pos : pos + n].view(dtype).reshape(part.shape)[...] = part
+        pos += n
+    del send_parts
     # receiver: from each rank, my target blocks (gid order) x its source blocks (gid order)
     views: list[np.ndarray] = []
     recvcounts = []
@@ -223,7 +230,6 @@ def _copy(src: DistArray, dst: DistArray, perm: tuple[int, ...]) -> None:
                     views.append(view)
                     n += view.size * dtype.itemsize
         recvcounts.append(n)
-    send = np.concatenate(send_parts) if send_parts else np.empty(0, np.uint8)
     recv = np.empty(sum(recvcounts), np.uint8)
     collectives.alltoallv(send, sendcounts, recv, recvcounts, comm=comm)
     pos = 0

@@ -328,3 +328,114 @@ def test_ome_zarr_pyramid_levels_are_block_means_of_the_level_below():
             np.testing.assert_array_equal(got, ref, err_msg=f"{fmt} level {k}")
             if fmt != "precomputed":  # its scales are info's (resolution: tests/io/test_precomputed)
                 assert r.scales[k] == pytest.approx((2.0 * 2**k, 2.0**k, 2.0**k))
+
+
+@mpi_test(ranks=(1, 2, 3, 4), timeout=180)
+def test_store_is_written_directly_by_rows_exactly_with_levels_and_codecs():
+    import os
+    import tempfile
+
+    from mpi4py import MPI
+
+    from parvox import io
+    from parvox.distarray import DistArray
+    from parvox.volume import store as vstore
+    from parvox.volume.pyramid import downsample
+
+    comm = MPI.COMM_WORLD
+    tmp = comm.bcast(tempfile.mkdtemp() if comm.Get_rank() == 0 else None)
+    rng = np.random.default_rng(6)
+    shape = (13, 10, 7)  # extents (4, 3, 5) divide none of it
+    cases = [
+        (rng.integers(-(2**40), 2**40, shape), "none", 0),  # int64 beyond float32's 2**24
+        (rng.integers(0, 2**63, shape, dtype=np.uint64), "zstd", 0),
+        (rng.random(shape), "zstd", 2),  # float64, compressed, two levels
+        (rng.integers(0, 60000, shape).astype(np.uint16), "none", 2),
+        (rng.integers(0, 256, (7, 5, 6, 3)).astype(np.uint8), "zstd", 1),  # RGB
+    ]
+    written: list[tuple[int, int, int]] = []
+    real = vstore.StoreWriter.write_extent
+
+    def spy(self, kz, ky, kx, block):
+        if self.meta.level == 0:
+            written.append((kz, ky, kx))
+        real(self, kz, ky, kx, block)
+
+    vstore.StoreWriter.write_extent = spy
+    try:
+        for i, (a, codec, levels) in enumerate(cases):
+            dest = os.path.join(tmp, f"{i}.store")
+            written.clear()
+            d = DistArray.from_global(a, nblocks=3)  # blocks that cut y at 3 ranks
+            io.write(d, dest, chunks=(4, 3, 5), codec=codec, levels=levels,
+                     spacing=(2.0, 1.0, 0.5))
+            # level 0: every extent written once, by the rank holding its row
+            every = [e for mine in comm.allgather(written) for e in mine]
+            assert sorted(every) == sorted(set(every)), "an extent written twice"
+            nz, ny, nx = (-(-s // e) for s, e in zip(a.shape, (4, 3, 5), strict=False))
+            assert len(every) == nz * ny * nx, len(every)
+            rows = comm.allgather(sorted({kz for kz, _, _ in written}))
+            assert sum(map(len, rows)) == nz, rows  # no row shared by two ranks
+            r = io.open_reader(dest)
+            assert r.levels == levels + 1 and r.dtype == a.dtype
+            assert r.spacing == pytest.approx((2.0, 1.0, 0.5))
+            r.close()
+            back = io.read(dest, nblocks=4).allgather()
+            assert back.dtype == a.dtype and back.shape == a.shape
+            np.testing.assert_array_equal(back, a, err_msg=dest)
+            for k in range(1, levels + 1):
+                got = io.read(dest, level=k, nblocks=2).allgather()
+                # float means are summed in another order than the reference's: 1 ulp
+                np.testing.assert_allclose(got, downsample(a, k), rtol=1e-14,
+                                           err_msg=f"{dest} {k}")
+            assert vstore.VolumeStore(dest).verify() == []
+    finally:
+        vstore.StoreWriter.write_extent = real
+    # bad input: named, nothing written
+    d = DistArray.from_global(np.zeros((6, 5, 4), np.float32))
+    bad = [
+        (lambda: io.write(d.astype(np.complex64), os.path.join(tmp, "c.store")), "dtype"),
+        (lambda: io.write(d, os.path.join(tmp, "l.store"), levels=9), "levels"),
+        (lambda: io.write(d, os.path.join(tmp, "z.store"), codec="lzma"), "codec"),
+        (lambda: io.write(d, os.path.join(tmp, "0.store")), "dest"),  # exists
+    ]
+    for call, param in bad:
+        with pytest.raises(ValueError) as info:
+            call()
+        assert info.value.param == param, (param, info.value)
+    # a write failing on the rank of the last row: every rank raises, nothing is left
+
+    def failing(self, kz, ky, kx, block):
+        if kz == 2:
+            raise OSError("disk full")
+        real(self, kz, ky, kx, block)
+
+    vstore.StoreWriter.write_extent = failing
+    try:
+        with pytest.raises(Exception, match="disk full"):
+            io.write(d, os.path.join(tmp, "f.store"), chunks=(2, 5, 4), codec="zstd")
+    finally:
+        vstore.StoreWriter.write_extent = real
+    comm.Barrier()
+    assert sorted(os.listdir(tmp)) == [f"{i}.store" for i in range(len(cases))]
+
+
+def test_a_block_is_read_in_slabs_of_whole_chunk_rows():
+    from parvox.io.distributed import _PIECE_BYTES, _pieces
+
+    plane = 512 * 512 * 4
+    bounds = (slice(3, 200), slice(0, 512), slice(0, 512))
+    pieces = _pieces(bounds, (32, 64, 64), (300, 512, 512), np.dtype(np.float32))
+    starts = [p[0].start for p, _ in pieces]
+    assert starts[0] == 3 and all(z % 32 == 0 for z in starts[1:])  # chunk rows read once
+    assert [p[0].stop for p, _ in pieces][-1] == 200
+    assert all(p[1:] == bounds[1:] for p, _ in pieces)
+    assert all((p[0].stop - p[0].start) * plane <= max(_PIECE_BYTES, 32 * plane)
+               for p, _ in pieces)
+    assert [(loc[0].start, loc[0].stop) for _, loc in pieces] == [
+        (p[0].start - 3, p[0].stop - 3) for p, _ in pieces]
+    # a memory-mapped file (one chunk): plane-aligned slabs; an empty block: one empty read
+    flat = _pieces((slice(0, 100), slice(0, 512)), (100, 512), (100, 512), np.dtype(np.float64))
+    assert len(flat) == 1
+    assert _pieces((slice(4, 4), slice(2, 5)), (4, 4), (9, 9), np.dtype(np.uint8)) == [
+        ((slice(4, 4), slice(2, 5)), (slice(0, 0), slice(0, 3)))]

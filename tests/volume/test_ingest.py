@@ -158,6 +158,18 @@ def test_parallel_ingest_each_rank_writes_its_disks():
     path = ingest(vol, root / "t", ndisks=3, extent=(17, 32, 32), disk_map=dmap,
                   progress=False)
     assert VolumeStore(path).verify() == []
+    # compressed: the ranks' extents placed one after another in each shared file (rows
+    # shared out), or each disk written by its one rank (a map); levels from the source
+    from parvox.volume.pyramid import downsample
+
+    for name, kw in (("c", {}), ("d", {"disk_map": dmap})):
+        path = ingest(root / "v.npy", root / name, ndisks=3, extent=(5, 7, 6), codec="zstd",
+                      levels=1, progress=False, **kw)
+        store = VolumeStore(path)
+        np.testing.assert_array_equal(store.read_volume(), vol)
+        assert store.verify() == []
+        np.testing.assert_allclose(VolumeStore(path, level=1).read_volume(), downsample(vol, 1),
+                                   rtol=1e-6)
     comm.Barrier()
     if rank == 0:
         shutil.rmtree(root)

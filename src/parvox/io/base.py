@@ -6,7 +6,8 @@ An :class:`ArrayReader` opens an array on disk (any rank may open it) and reads 
 sibling of the destination), then every rank opens it and ``write_box()``-es its own boxes, and
 rank 0 publishes the temporary (:func:`parvox.io.publish`). ``unit`` is the box every write
 must be a union of (the shard or chunk shape of formats whose chunks are files or compressed
-blocks; ``None`` when any box may be written by any rank, as in a memory-mapped file).
+blocks; ``None`` when any box may be written by any rank, as in a memory-mapped file), and
+``halo`` the planes past a box that its data must carry (a store's extent overlap).
 
 Axis order is NumPy's, ``(z, y, x)`` with colour last ``(z, y, x, 3)``.
 
@@ -195,6 +196,9 @@ class ArrayWriter:
 
     #: The box every ``write_box`` must be a union of (``None``: any box).
     unit: tuple[int, ...] | None = None
+    #: Planes past the high side of a box along axis 0 that ``write_box`` also takes (its
+    #: ``data`` holds them, clipped to the array): a store's extents overlap by one.
+    halo: int = 0
 
     def __init__(self, path: Path, shape: tuple[int, ...], dtype: np.dtype,
                  options: WriteOptions) -> None:

@@ -6,10 +6,12 @@
 array's metadata in a temporary sibling; every rank writes its own boxes; when all have
 succeeded (:func:`parvox.comm.agree`) rank 0 publishes the temporary (:func:`parvox.io.publish`),
 so a reader never sees a half-written file or folder, and a failure leaves nothing behind.
-Formats whose chunks or shards are files or compressed blocks (Zarr, OME-Zarr, a TIFF folder)
-take only boxes that are unions of whole shards: when the DistArray's blocks are not, its data
-are first redistributed (:func:`parvox.redistribution.redistribute`) into slabs along z of whole
-shard rows, so no shard is ever written by two ranks.
+Formats whose chunks or shards are files or compressed blocks (Zarr, OME-Zarr, a TIFF folder,
+a store) take only boxes that are unions of whole shards: when the DistArray's blocks are not, the ranks
+share the rows of shards along z (contiguous runs, one per rank) and assemble them one row per
+round from the blocks that hold their planes (one all-to-all of those pieces a round), so no
+shard is ever written by two ranks and no rank holds more than its blocks and one row. A
+store's rows of extents also take the one plane past them (the extents' overlap, ``halo``).
 
 Examples
 --------
@@ -25,8 +27,9 @@ True
 
 from __future__ import annotations
 
+import itertools
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +37,7 @@ import numpy as np
 
 from parvox.comm import agree, get_comm, private_comm, root_writes
 from parvox.errors import ParameterError
-from parvox.io.base import ArrayWriter, WriteOptions, parse_chunks
+from parvox.io.base import ArrayWriter, Bounds, WriteOptions, parse_chunks
 from parvox.io.registry import FORMATS, dest_format, open_reader
 from parvox.progressbar import Progress, check_progress, progress_bar
 
@@ -104,7 +107,8 @@ def read(
         with progress_bar(progress, len(out.blocks), desc=f"reading {Path(name).name}",
                           comm=c) as bar:
             for b in out.blocks:
-                b.core[...] = reader.read_box(b.bounds, level)
+                for piece, local in _pieces(b.bounds, reader.chunks, full, reader.dtype):
+                    b.core[local] = reader.read_box(piece, level)
                 bar.update()
     except Exception as exc:
         error = exc
@@ -112,6 +116,28 @@ def read(
         reader.close()
     agree(error, f"reading {name}", c)
     return out
+
+
+#: bytes of one read: a block is read in slabs along axis 0 of about this size (whole rows of
+#: chunks), so that the reader's copy never doubles the block
+_PIECE_BYTES = 16 << 20
+
+
+def _pieces(bounds: tuple[slice, ...], chunks: tuple[int, ...], shape: tuple[int, ...],
+            dtype: np.dtype) -> list[tuple[tuple[slice, ...], tuple[slice, ...]]]:
+    """``bounds`` cut along axis 0 into boxes of about :data:`_PIECE_BYTES` that end on the
+    reader's chunk rows (a chunk row is decoded once), with their places in the block."""
+    if not bounds:
+        return [(bounds, bounds)]
+    z0, z1 = int(bounds[0].start), int(bounds[0].stop)
+    plane = int(np.prod([b.stop - b.start for b in bounds[1:]])) * np.dtype(dtype).itemsize
+    unit = int(chunks[0]) if chunks and 0 < int(chunks[0]) < int(shape[0]) else 1
+    step = max(1, _PIECE_BYTES // max(plane, 1) // unit) * unit
+    cuts = [z0, *range(-(-(z0 + 1) // step) * step, z1, step), z1]
+    cuts = sorted(set(cuts))
+    whole = tuple(slice(0, b.stop - b.start) for b in bounds)
+    return [((slice(a, b), *bounds[1:]), (slice(a - z0, b - z0),))
+            for a, b in itertools.pairwise(cuts)] or [(bounds, whole)]
 
 
 def _aligned(d: DistArray, unit: tuple[int, ...] | None) -> bool:
@@ -126,16 +152,74 @@ def _aligned(d: DistArray, unit: tuple[int, ...] | None) -> bool:
     return bool(min(private_comm(d.comm).allgather(ok)))
 
 
-def _shard_rows(d: DistArray, unit: tuple[int, ...]) -> DistArray:
-    """``d`` redistributed into slabs along axis 0 of ``unit[0]`` planes, whole along the rest
-    (the last slab padded past the end, which is never written)."""
-    from parvox.decomposition import BlockGrid
-    from parvox.redistribution import redistribute
+def _row_rounds(d: DistArray, unit: int, halo: int) -> Iterator[tuple[Bounds, np.ndarray] | None]:
+    """The rows of ``unit`` planes along axis 0 (whole along the rest) that this rank writes,
+    one per round, each with ``halo`` planes past it; collective (every rank runs every round).
 
-    rows = max(1, -(-d.shape[0] // unit[0]))
-    shape = (rows * unit[0], *d.shape[1:])
-    grid = BlockGrid(shape, (rows,) + (1,) * (d.ndim - 1), (False,) * d.ndim)
-    return redistribute(d, grid=grid)
+    The rows are split into contiguous runs, one per rank (:func:`split_extent`); in round
+    ``k`` every rank assembles the ``k``-th row of its run from the blocks that hold its
+    planes (one :func:`parvox.collectives.alltoallv` of those pieces). So no row is written by
+    two ranks, and a rank holds its blocks plus one row at a time, never a second copy of its
+    share. Yields ``(box, data)``, or ``None`` in a round where this rank has no row.
+    """
+    from parvox import collectives
+    from parvox.decomposition import split_extent
+
+    c = d.comm
+    size, rank = c.Get_size(), c.Get_rank()
+    nz = d.shape[0]
+    spans = [split_extent(max(1, -(-nz // unit)), size, r) for r in range(size)]
+    rest = tuple(slice(0, n) for n in d.shape[1:])
+    for k in range(max(b - a for a, b in spans)):
+        want: list[tuple[int, int, int] | None] = []
+        for a, b in spans:
+            z0 = (a + k) * unit
+            want.append((z0, min(z0 + unit, nz), min(z0 + unit + halo, nz))
+                        if a + k < b and z0 < nz else None)
+        parts: list[np.ndarray] = []
+        sendcounts = []
+        for w in want:  # my blocks' planes of each rank's row
+            n = 0
+            for blk in d.blocks:
+                if w is None:
+                    break
+                (b0, b1) = blk.extents[0]
+                lo, hi = max(b0, w[0]), min(b1, w[2])
+                if lo < hi:
+                    parts.append(blk.core[lo - b0 : hi - b0])
+                    n += parts[-1].nbytes
+            sendcounts.append(n)
+        send = np.empty(sum(sendcounts), np.uint8)
+        pos = 0
+        for part in parts:
+            send[pos : pos + part.nbytes].view(d.dtype).reshape(part.shape)[...] = part
+            pos += part.nbytes
+        del parts
+        mine = want[rank]
+        m0, m1, m2 = mine if mine is not None else (0, 0, 0)
+        row = np.empty((m2 - m0, *d.shape[1:]), d.dtype)
+        views: list[np.ndarray] = []
+        recvcounts = []
+        for r in range(size):  # the pieces of my row, rank by rank, block by block
+            n = 0
+            for g in d.assignment.local_gids(r):
+                ext = d.grid.extents(g)
+                lo, hi = max(ext[0][0], m0), min(ext[0][1], m2)
+                if lo < hi:
+                    where: tuple[slice, ...] = (slice(lo - m0, hi - m0),
+                                                *(slice(e0, e1) for e0, e1 in ext[1:]))
+                    views.append(row[where])
+                    n += views[-1].nbytes
+            recvcounts.append(n)
+        recv = np.empty(sum(recvcounts), np.uint8)
+        collectives.alltoallv(send, sendcounts, recv, recvcounts, comm=c)
+        del send
+        pos = 0
+        for view in views:
+            view[...] = recv[pos : pos + view.nbytes].view(d.dtype).reshape(view.shape)
+            pos += view.nbytes
+        del recv, views
+        yield None if mine is None else ((slice(m0, m1), *rest), row)
 
 
 def write(
@@ -200,16 +284,14 @@ def write(
             spacing=None if spacing is None else tuple(float(s) for s in spacing),
             levels=int(levels), codec=codec,
         )
-        if fmt != "store":
-            writer_cls = FORMATS[fmt].writer
-            assert writer_cls is not None
-            writer_cls.check(name, d.shape, d.dtype, options)
+        writer_cls = FORMATS[fmt].writer
+        if writer_cls is None:
+            raise ParameterError("format", f"format: {fmt} cannot be written")
+        writer_cls.check(name, d.shape, d.dtype, options)
     except Exception as exc:  # raised on every rank by agree
         error = exc
     agree(error, f"writing {name}", c)
-    if writer_cls is None:
-        _write_store(d, dest, options, overwrite, progress)
-        return
+    assert writer_cls is not None
     directory = FORMATS[fmt].directory
     tmp: Path | None = None
     with root_writes(c, what=f"creating {name}") as mine:
@@ -237,53 +319,37 @@ def write(
 
 
 def _fill(d: DistArray, writer: ArrayWriter, name: str, progress: Progress) -> None:
-    """Every rank writes its boxes (after aligning the blocks to the writer's unit)."""
+    """Every rank writes its boxes: its blocks as they are when they are unions of the
+    writer's units, else rows of whole units assembled round by round (:func:`_row_rounds`).
+    A rank that fails goes on exchanging (without writing) so that no rank waits."""
     c = d.comm
-    src = d if _aligned(d, writer.unit) else _shard_rows(d, writer.unit or d.shape)
+    halo = writer.halo
+    rows = bool(halo) or not _aligned(d, writer.unit)
     error: Exception | None = None
     try:
         writer.open()
-        with progress_bar(progress, len(src.blocks), desc=f"writing {Path(name).name}",
-                          comm=c) as bar:
-            for b in src.blocks:
-                box = tuple(slice(s.start, min(s.stop, n)) for s, n in zip(b.bounds, d.shape,
-                                                                            strict=True))
-                if all(s.stop > s.start for s in box):
-                    local = tuple(slice(0, s.stop - s.start) for s in box)
-                    writer.write_box(box, b.core[local])
-                bar.update()
-        writer.close()
     except Exception as exc:  # raised on every rank by agree
         error = exc
+    if rows:
+        unit = (writer.unit or d.shape)[0]
+        nrows = max(1, -(-d.shape[0] // unit))
+        boxes: Iterator[tuple[Bounds, np.ndarray] | None] = _row_rounds(d, unit, halo)
+        total = -(-nrows // c.Get_size())
+    else:
+        boxes = ((b.bounds, b.core) for b in d.blocks)
+        total = len(d.blocks)
+    with progress_bar(progress, total, desc=f"writing {Path(name).name}", comm=c) as bar:
+        for item in boxes:
+            if item is not None and error is None and all(s.stop > s.start for s in item[0]):
+                try:
+                    writer.write_box(*item)
+                except Exception as exc:  # raised on every rank by agree
+                    error = exc
+            bar.update()
+    if error is None:
+        try:
+            writer.close()
+        except Exception as exc:
+            error = exc
     agree(error, f"writing {name}", c)
     writer.build_levels(c, progress)
-
-
-def _write_store(d: DistArray, dest: str | os.PathLike[str], options: WriteOptions,
-                 overwrite: bool, progress: Progress) -> None:
-    """A store through ingest, from a temporary ``.npy`` written in parallel."""
-    from parvox.io import check_output_path, temp_path
-    from parvox.volume.ingest import ingest
-    from parvox.volume.layout import DEFAULT_EXTENT
-
-    c = d.comm
-    name = os.fspath(dest)
-    with root_writes(c, what=f"writing {name}") as mine:
-        if mine:
-            check_output_path(dest, param="dest", overwrite=overwrite, directory=True)
-            if d.ndim not in (3, 4):
-                raise ParameterError("dest", f"{name}: a store holds (z, y, x) or (z, y, x, 3), "
-                                     f"got shape {d.shape}")
-    staged = private_comm(c).bcast(
-        temp_path(Path(name.rstrip("/") + ".npy")) if c.Get_rank() == 0 else None, root=0
-    )
-    try:
-        write(d, staged, format="npy", progress=progress)
-        ingest(staged, dest, extent=(options.chunks or DEFAULT_EXTENT)[:3],
-               spacing=options.spacing, overwrite=overwrite, progress=progress, comm=c,
-               codec=options.codec or "none", levels=options.levels)
-    finally:
-        private_comm(c).Barrier()
-        if c.Get_rank() == 0:
-            Path(staged).unlink(missing_ok=True)
-

@@ -61,7 +61,7 @@ FORMATS: dict[str, Format] = {
         Format("ome-zarr-0.5", omezarr.OmeZarrReader, omezarr.OmeZarrWriter, True,
                "OME-Zarr 0.5 (Zarr v3)"),
         Format("nifti", nifti.NiftiReader, nifti.NiftiWriter, False, "NIfTI-1"),
-        Format("store", store.StoreReader, None, True, "parvox volume store"),
+        Format("store", store.StoreReader, store.StoreArrayWriter, True, "parvox volume store"),
         Format("precomputed", precomputed.PrecomputedReader, precomputed.PrecomputedWriter, True,
                "Neuroglancer precomputed (unsharded, raw chunks)"),
     )

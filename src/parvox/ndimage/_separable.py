@@ -181,8 +181,10 @@ class _Runner:
     """
 
     def __init__(self, x: DistArray, plan: Plan, dtype: np.dtype, ghost: tuple[int, ...],
-                 padded: list[np.ndarray], targets: list[np.ndarray | None]) -> None:
+                 padded: list[np.ndarray], targets: list[np.ndarray | None],
+                 own: bool = False) -> None:
         self.x = x
+        self.own = own  # ``padded`` are copies made here: reusable as a pass's destination
         self.plan = plan
         self.dtype = dtype
         self.ghost = ghost
@@ -202,10 +204,11 @@ class _Runner:
                 for i in range(len(self.x.blocks)):
                     self._pass(i, line, None, True)
             # pass k's result is the next pass's source; the old source is reused as the
-            # next destination, except the input itself (it may be the caller's array)
+            # next destination, except the input itself when it may be the caller's array
             for i in range(len(self.src)):
                 old, self.src[i] = self.src[i], self.work[i]
-                self.work[i] = old if k > 0 else np.empty(old.shape, self.dtype)
+                reuse = k > 0 or (self.own and old.dtype == self.dtype)
+                self.work[i] = old if reuse else np.empty(old.shape, self.dtype)
         return self.src
 
     def _views(self, i: int, a: int) -> tuple[np.ndarray, np.ndarray, bool]:
@@ -315,19 +318,28 @@ def run(x: DistArray, plan: Plan, dtype: np.dtype, output: DistArray | None) -> 
         padded = [b.data for b in padded_da.blocks]
     else:
         padded = [np.ascontiguousarray(c) for c in x.cores()]
+    own = any(ghost)  # padded copies, not the caller's blocks
     if x.dtype not in _FLOATS:  # the kernels read float32/float64 (scipy reads doubles)
         padded = [p.astype(np.float64) for p in padded]
+        own = True
     out = output if output is not None else x.like(dtype, fill=0 if any(x.ghost) else None)
     adopt = output is None and not any(ghost) and not any(x.ghost) and plan.lines
     targets = [None if adopt or not d.core.flags.c_contiguous else d.core for d in out.blocks]
-    runner = _Runner(x, plan, dtype, ghost, padded, targets)
+    runner = _Runner(x, plan, dtype, ghost, padded, targets, own)
     results = runner.run()
-    for b, res, dst, written in zip(x.blocks, results, out.blocks, runner.written, strict=True):
+    spares: list[Any] = list(runner.work) if own and runner.work else [None] * len(results)
+    for b, res, dst, written, spare in zip(x.blocks, results, out.blocks, runner.written, spares,
+                                           strict=True):
         if written:
             continue
         if adopt:
             dst.data = res  # the last pass's buffer is the block: no copy
             continue
+        if (output is None and not any(x.ghost) and spare is not None
+                and spare.dtype == dst.data.dtype
+                and spare.flags.c_contiguous and spare.size >= dst.data.size):
+            # the free ping-pong buffer (a copy made here) holds the block: no new array
+            dst.data = spare.reshape(-1)[: dst.data.size].reshape(dst.data.shape)
         core = tuple(slice(g, g + hi - lo) for g, (lo, hi) in zip(ghost, b.extents, strict=True))
         dst.core[...] = res[core]
     return out

@@ -1,10 +1,14 @@
 """Build a store from a source, in parallel and atomically.
 
-Every rank reads the source slab by slab (one row of extents along z, plus the overlap plane)
-and writes the extents of the disks it serves (:mod:`parvox.volume.config`). The store is
-written into a temporary directory beside the target; external disk files get a temporary
-suffix. When every rank has flushed its files, rank 0 writes ``volume.json`` last and renames
-the directory into place, so an interrupted ingest never leaves a store that opens as valid.
+The store is written by :class:`parvox.io.formats.store.StoreArrayWriter`, the writer of
+:func:`parvox.io.write` too (one path for ingest, export and DistArray output). The ranks
+share the rows of extents along z: each reads its rows from the source one at a time (one
+row plus the overlap plane) and writes all their extents into the shared data files. With a
+``disk_map``, each rank instead reads every row and writes the extents of the disks it serves
+(:mod:`parvox.volume.config`: disks on a node's own file system). The store is written into a
+temporary directory beside the target; external disk files get a temporary suffix. When
+every rank has flushed its files, rank 0 writes ``volume.json`` last and renames the
+directory into place, so an interrupted ingest never leaves a store that opens as valid.
 
 Examples
 --------
@@ -20,7 +24,6 @@ True
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,14 +31,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from parvox.comm import agree, get_comm, root_writes
-from parvox.io import atomic_write, publish, temp_path
-from parvox.progressbar import Progress, check_progress
+from parvox.decomposition import split_extent
+from parvox.io import publish, temp_path
+from parvox.progressbar import Progress, check_progress, progress_bar
 from parvox.volume.config import DiskMap, resolve_disk_map
 from parvox.volume.layout import DEFAULT_EXTENT
 from parvox.volume.manifest import VolumeMeta
-from parvox.volume.pyramid import write_levels
 from parvox.volume.sources import VolumeSource, open_source
-from parvox.volume.store import MANIFEST, StoreWriter, new_meta
+from parvox.volume.store import new_meta
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -101,6 +104,9 @@ def ingest(
     Path
         The store directory.
     """
+    from parvox.io.base import WriteOptions
+    from parvox.io.formats.store import StoreArrayWriter
+
     comm = get_comm(comm)
     check_progress(progress)
     rank, nranks = comm.Get_rank(), comm.Get_size()
@@ -110,6 +116,7 @@ def ingest(
     target = Path(store).absolute()
     if target.exists() and not overwrite:
         raise ValueError(f"store {target} already exists (pass overwrite=True to replace it)")
+    by_disk = disk_map is not None
     disk_map = resolve_disk_map(disk_map, ndisks, nranks)
     meta = None
     temp = None
@@ -121,34 +128,44 @@ def ingest(
         temp = temp_path(target)
     meta, temp = comm.bcast((meta, temp), root=0)
     assert meta is not None and temp is not None
-    suffix = f".tmp-{meta.uuid[:8]}"
-    mine = disk_map.disks_of(rank)
+    writer = StoreArrayWriter(
+        temp, meta.array_shape, np.dtype(meta.dtype), WriteOptions(), meta=meta,
+        disks=disk_map.disks_of(rank) if by_disk else None, disk_map=disk_map,
+        suffix=f".tmp-{meta.uuid[:8]}", level0=src, given=_given(src, meta),
+    )  # fmt: skip
     with root_writes(comm, what=f"creating {temp}") as root:
         if root:
             target.parent.mkdir(parents=True, exist_ok=True)
-            temp.mkdir()
+            writer.create()
     error: BaseException | None = None
-    writer = None
+    lay = meta.layout
+    ez, nz = lay.extent[0], lay.nextents[0]
+    rows = range(nz) if by_disk else range(*split_extent(nz, nranks, rank))
+    rest = tuple(slice(0, n) for n in meta.array_shape[1:])
     try:
-        writer = StoreWriter(temp, meta, mine, suffix=suffix)
-        writer.write_source(src, progress, "ingest", comm)
+        writer.open()
+        with progress_bar(progress, len(rows), desc="ingest", unit="row", comm=comm) as bar:
+            for kz in rows:
+                z0, z1 = kz * ez, min((kz + 1) * ez, lay.shape[0])
+                slab = src.read_slab(z0, min(z1 + lay.overlap, lay.shape[0]))
+                writer.write_box((slice(z0, z1), *rest), slab)
+                bar.update()
         writer.close()
-        writer.commit()
     except Exception as exc:
         error = exc
-        if writer is not None:
-            writer.close(sync=False)
     try:
         agree(error, "writing extents", comm)
+        writer.build_levels(comm, progress)
         error = None
-        if meta.levels:
-            write_levels(src, temp, meta, disk_map, comm, progress, suffix, _given(src, meta))
         if rank == 0:
-            _finish(temp, target, meta.to_dict(), overwrite)
+            writer.finish()
+            if target.exists() and not overwrite:
+                raise FileExistsError(f"store {target} appeared while ingesting")
+            publish(temp, target)
     except Exception as exc:
         error = exc
         if rank == 0:
-            shutil.rmtree(temp, ignore_errors=True)
+            writer.abort()
     agree(error, "committing the store", comm)
     return target
 
@@ -160,16 +177,6 @@ def _given(src: VolumeSource, meta: VolumeMeta) -> dict[int, VolumeSource]:
         k: s for k, s in own.items()
         if 1 <= k <= len(meta.levels) and tuple(s.shape) == meta.at_level(k).shape
     }  # fmt: skip
-
-
-def _finish(temp: Path, target: Path, manifest: dict[str, Any], overwrite: bool) -> None:
-    import json
-
-    with atomic_write(temp / MANIFEST, "w") as fh:
-        json.dump(manifest, fh, indent=1)
-    if target.exists() and not overwrite:
-        raise FileExistsError(f"store {target} appeared while ingesting")
-    publish(temp, target)
 
 
 def ingest_array(

@@ -104,6 +104,8 @@ class VolumeStore:
     level : int
         The pyramid level to read (0: full resolution). ``meta`` is that level's manifest and
         ``manifest`` the store's own.
+    manifest : VolumeMeta, optional
+        The store's manifest, for a store being built that has no ``volume.json`` yet.
 
     Raises
     ------
@@ -114,10 +116,11 @@ class VolumeStore:
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], disks: Sequence[int] | None = None, level: int = 0
+        self, path: str | os.PathLike[str], disks: Sequence[int] | None = None, level: int = 0,
+        manifest: VolumeMeta | None = None,
     ) -> None:
         self.path = Path(path)
-        self.manifest = read_manifest(self.path)
+        self.manifest = read_manifest(self.path) if manifest is None else manifest
         self.meta = self.manifest.at_level(level)
         self.level = self.meta.level
         self.layout = self.meta.layout
@@ -301,6 +304,13 @@ class StoreWriter:
     Compressed files are written slot after slot in the order extents come, and their index is
     written by :meth:`close`.
 
+    A *shared* writer (``shared=True``) is one of several, one per rank, that write disjoint
+    extents of the same files, created beforehand by :meth:`create_files` on one rank: any
+    rank may write any extent of its ``disks``. Uncompressed slots have fixed places, so each
+    extent is written at once; compressed extents are held (encoded) until :meth:`place`, a
+    collective step that gives each rank its byte range of each file (the sizes of the ranks
+    before it) and writes one index per file from all ranks' slots.
+
     Parameters
     ----------
     root : path-like
@@ -308,9 +318,11 @@ class StoreWriter:
     meta : VolumeMeta
         The manifest of the level written (:meth:`VolumeMeta.at_level`).
     disks : sequence of int
-        The disks this writer owns.
+        The disks this writer writes extents of.
     suffix : str
         Appended to absolute (external) file names while writing; :meth:`commit` renames.
+    shared : bool
+        Open the files that :meth:`create_files` made, without truncating them.
     """
 
     def __init__(
@@ -319,18 +331,24 @@ class StoreWriter:
         meta: VolumeMeta,
         disks: Sequence[int],
         suffix: str = "",
+        shared: bool = False,
     ) -> None:
         self.root = Path(root)
         self.meta = meta
         self.layout = meta.layout
         self.suffix = suffix
+        self.shared = bool(shared)
         self.codec = get_codec(meta.codec, np.dtype(meta.dtype), meta.channels)
         self._fds: dict[int, int] = {}
         self._index: dict[int, SlotIndex] = {}
         self._end: dict[int, int] = {}
+        self._held: dict[int, list[tuple[int, bytes, bytes]]] = {}
         self.disks = tuple(int(d) for d in disks)
         for disk in self.disks:
             path = self.temp_path(disk)
+            if self.shared:
+                self._fds[disk] = os.open(path, os.O_RDWR)
+                continue
             os.makedirs(os.path.dirname(path), exist_ok=True)
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
             self._fds[disk] = fd
@@ -339,6 +357,13 @@ class StoreWriter:
             else:
                 self._index[disk] = SlotIndex.empty(self.layout.slots_per_disk)
                 self._end[disk] = 0
+
+    @classmethod
+    def create_files(cls, root: str | os.PathLike[str], meta: VolumeMeta,
+                     suffix: str = "") -> None:
+        """Create every disk's file of the level (full size uncompressed, empty compressed),
+        for shared writers to open (one rank)."""
+        cls(root, meta, range(meta.ndisks), suffix).close(sync=False)
 
     def temp_path(self, disk: int) -> str:
         """Where ``disk``'s file is written."""
@@ -368,6 +393,9 @@ class StoreWriter:
         slot_no = int(self.layout.slot_of(kz, ky, kx))
         if self.codec is None:
             offset = slot_no * self.meta.slot_bytes
+        elif self.shared:  # placed by place()
+            self._held.setdefault(disk, []).append((slot_no, bytes(data), trailer))
+            return
         else:
             offset = self._end[disk]
             self._index[disk].put(slot_no, offset, nbytes)
@@ -375,6 +403,71 @@ class StoreWriter:
         n = os.pwritev(fd, [data if isinstance(data, bytes) else data.data, trailer], offset)
         if n != nbytes:
             raise StoreError(f"short write of extent {(kz, ky, kx)} to disk {disk}")
+
+    def write_rows(self, kz0: int, kz1: int, slab: np.ndarray) -> int:
+        """Write the extents of this writer's disks in rows ``kz0:kz1`` of extents from
+        ``slab``: planes ``kz0 * ez`` to the end of row ``kz1 - 1`` plus the overlap (clipped
+        to the volume), whole along y and x. Returns the number of extents written."""
+        lay = self.layout
+        z_first = kz0 * lay.extent[0]
+        _, ny, nx = lay.nextents
+        mine = set(self.disks)
+        done = 0
+        for kz in range(kz0, kz1):
+            (z0, z1), _, _ = lay.voxel_range(kz, 0, 0)
+            if z1 - z_first > len(slab):
+                raise ValueError(f"a slab of {len(slab)} planes from row {kz0} does not "
+                                 f"hold row {kz} with its overlap")
+            for ky in range(ny):
+                for kx in range(nx):
+                    if int(lay.disk_of(kz, ky, kx)) not in mine:
+                        continue
+                    _, (y0, y1), (x0, x1) = lay.voxel_range(kz, ky, kx)
+                    self.write_extent(kz, ky, kx, np.ascontiguousarray(
+                        slab[z0 - z_first : z1 - z_first, y0:y1, x0:x1]))
+                    done += 1
+        return done
+
+    def place(self, comm: MPI.Intracomm) -> None:
+        """Write the held compressed extents of shared writers and each file's index
+        (collective over ``comm``: every rank's writer of this level; nothing to do
+        uncompressed). Rank ``r`` writes its extents of a file after those of ranks
+        ``< r``; rank 0 saves the indexes, merged from every rank's slots."""
+        from mpi4py import MPI
+
+        from parvox.comm import private_comm
+
+        if self.codec is None or not self.shared:
+            return
+        c = private_comm(comm)
+        nd, nslots = self.meta.ndisks, self.layout.slots_per_disk
+        sizes = np.zeros(nd, np.int64)
+        for disk, held in self._held.items():
+            sizes[disk] = sum(len(d) + len(t) for _, d, t in held)
+        every = np.zeros((c.Get_size(), nd), np.int64)
+        c.Allgather(sizes, every)
+        start = every[: c.Get_rank()].sum(axis=0)
+        table = np.zeros((nd, nslots, 2), np.uint64)
+        error: Exception | None = None
+        try:  # a failure is raised after the reduction, so that no rank waits in it
+            for disk, held in self._held.items():
+                offset = int(start[disk])
+                for slot_no, data, trailer in held:
+                    n = os.pwritev(self._fds[disk], [data, trailer], offset)
+                    if n != len(data) + len(trailer):
+                        raise StoreError(f"short write of slot {slot_no} to disk {disk}")
+                    table[disk, slot_no] = (offset, n)
+                    offset += n
+        except Exception as exc:
+            error = exc
+        self._held.clear()
+        merged = np.zeros_like(table)
+        c.Allreduce(table, merged, op=MPI.SUM)  # every slot is written by one rank
+        if error is not None:
+            raise error
+        if c.Get_rank() == 0:
+            for disk in range(nd):
+                SlotIndex(merged[disk]).save(self.temp_path(disk) + INDEX_SUFFIX)
 
     def write_source(
         self, src: Any, progress: Progress = False, desc: str = "extents",
@@ -401,10 +494,7 @@ class StoreWriter:
                     continue
                 z0 = kz * ez
                 slab = src.read_slab(z0, min(z0 + ez + lay.overlap, lay.shape[0]))
-                for k in todo[kz]:
-                    (_, _), (y0, y1), (x0, x1) = lay.voxel_range(*k)
-                    self.write_extent(*k, np.ascontiguousarray(slab[:, y0:y1, x0:x1]))
-                bar.update(len(todo[kz]))
+                bar.update(self.write_rows(kz, kz + 1, slab))
 
     def close(self, sync: bool = True) -> None:
         """Write the indexes of compressed files, flush (``fsync``) and close the files."""

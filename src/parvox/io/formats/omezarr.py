@@ -33,7 +33,7 @@ import numpy as np
 
 from parvox.errors import ParameterError
 from parvox.io.base import Bounds, WriteOptions, check_level
-from parvox.io.formats.zarr import ZarrWriter, layout
+from parvox.io.formats.zarr import ZarrWriter, layout, unit_tiles
 
 __all__ = ["OmeZarr4Writer", "OmeZarrReader", "OmeZarrWriter", "is_ome_zarr", "read_multiscales"]
 
@@ -233,11 +233,13 @@ class OmeZarrWriter(ZarrWriter):
         self._array = zarr.open_array(os.fspath(self.path / "0"), mode="r+")
 
     def write_box(self, bounds: Bounds, data: np.ndarray) -> None:
-        """Write whole shards (chunks), channels moved first."""
-        if len(self.shape) == 4:
-            self._array[(bounds[3], *bounds[:3])] = np.moveaxis(data, -1, 0)
-        else:
-            self._array[bounds] = data
+        """Write whole shards (chunks), one row of them along y at a time, channels moved
+        first."""
+        for tile, local in unit_tiles(bounds, self.unit):
+            if len(self.shape) == 4:
+                self._array[(tile[3], *tile[:3])] = np.moveaxis(data[local], -1, 0)
+            else:
+                self._array[tile] = data[local]
 
 
     def build_levels(self, comm: Any, progress: Any = False) -> None:

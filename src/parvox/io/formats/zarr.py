@@ -28,7 +28,7 @@ import numpy as np
 from parvox.errors import ParameterError
 from parvox.io.base import ArrayWriter, Bounds, OneLevel, WriteOptions
 
-__all__ = ["ZarrReader", "ZarrWriter", "default_chunks"]
+__all__ = ["ZarrReader", "ZarrWriter", "default_chunks", "unit_tiles"]
 
 
 def default_chunks(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -93,6 +93,29 @@ def layout(shape: tuple[int, ...], options: WriteOptions,
     return chunks, shards
 
 
+def unit_tiles(bounds: Bounds, unit: tuple[int, ...]) -> list[tuple[Bounds, Bounds]]:
+    """``bounds`` (a union of whole ``unit`` boxes) cut along axis 1 into rows of units, with
+    their places in the box: zarr-python encodes the shards of one write together, so a
+    write of a row of units holds a row of encoded shards, not those of the whole box.
+
+    Examples
+    --------
+    >>> [t[1] for t, _ in unit_tiles((slice(0, 4), slice(0, 5)), (4, 2))]
+    [slice(0, 2, None), slice(2, 4, None), slice(4, 5, None)]
+    """
+    if len(bounds) < 2:
+        return [(bounds, tuple(slice(0, b.stop - b.start) for b in bounds))]
+    y0, y1, uy = int(bounds[1].start), int(bounds[1].stop), max(1, int(unit[1]))
+    out = []
+    for a in range(y0, max(y1, y0 + 1), uy):
+        b = min(a + uy, y1)
+        tile = (bounds[0], slice(a, b), *bounds[2:])
+        local = tuple(slice(0, t.stop - t.start) if i != 1 else slice(a - y0, b - y0)
+                      for i, t in enumerate(tile))
+        out.append((tile, local))
+    return out
+
+
 class ZarrWriter(ArrayWriter):
     """A Zarr array: v3 (``zarr_format = 3``, sharded when ``options.shards``) or v2."""
 
@@ -130,8 +153,9 @@ class ZarrWriter(ArrayWriter):
         self._array = zarr.open_array(os.fspath(self.path), mode="r+")
 
     def write_box(self, bounds: Bounds, data: np.ndarray) -> None:
-        """Write whole shards (chunks)."""
-        self._array[bounds] = data
+        """Write whole shards (chunks), one row of them along y at a time."""
+        for tile, local in unit_tiles(bounds, self.unit):
+            self._array[tile] = data[local]
 
     def close(self) -> None:
         """Drop the array."""
