@@ -11,7 +11,8 @@ these sums (in extent order, so the result does not depend on the rank count) an
 A plane sampled ``"nearest"`` (:class:`~parvox.slicing.Plane`; label stores always are) has
 its own kernel: each owned sample takes voxel ``floor(p + 0.5)``, which is ``floor(p)`` or
 ``floor(p) + 1`` per axis and so in the same extent; the values are the voxels in the volume's
-dtype (:func:`values_dtype`), exact for any integer id, and a zoom is folded into the step
+dtype (:func:`values_dtype`), exact for any integer id (copied as unsigned integers of the
+same size, so four compiled variants serve every dtype), and a zoom is folded into the step
 (one sample per pixel), so the parts are always disjoint.
 
 The kernel is ``numba.njit(nogil=True, cache=True)``: it releases the GIL, so reads in the
@@ -184,7 +185,7 @@ def _narrow(base, d, low, high, la, lb):  # pragma: no cover
     return max(la, np.floor(t0) - 1.0), min(lb, np.ceil(t1) + 1.0)
 
 
-@numba.njit(nogil=True, cache=True, inline="always")
+@numba.njit(nogil=True, cache=True)
 def _row_span(b0, b1, b2, d0, d1, d2, lo, hi, last, l0, l1):  # pragma: no cover
     """The samples ``[first, stop)`` of a row (``b + l * d``, ``l`` in ``[l0, l1)``) that the
     extent owns (empty: ``first >= stop``)."""
@@ -317,7 +318,7 @@ def _extract_kernel(
     return m
 
 
-@numba.njit(nogil=True, cache=True, inline="always")
+@numba.njit(nogil=True, cache=True)
 def _extent_nearest(
     blk, nch, strides, lo, hi, last, prm, k0, k1, l0, l1, width, out, index, values, m
 ):  # pragma: no cover
@@ -502,9 +503,11 @@ class PartExtractor:
         like = np.empty(0, blocks[0].dtype)
         slot = np.asarray((*self.slot, nch), np.int64)
         width = self.plane.size[1]
-        if self.nearest:
-            m = _nearest_kernel(addresses, like, slot, bounds.astype(np.float64), ranges,
-                                self.last, self.params, width, out, index, values, counts)
+        if self.nearest:  # a copy of the voxels' bits: one compiled kernel per item size
+            bits = np.dtype(f"u{vtype.itemsize}")
+            m = _nearest_kernel(addresses, np.empty(0, bits), slot, bounds.astype(np.float64),
+                                ranges, self.last, self.params, width, out.view(bits), index,
+                                values.view(bits), counts)
         else:
             m = _extract_kernel(
                 addresses, like, slot, bounds.astype(np.float64), ranges, self.last,
