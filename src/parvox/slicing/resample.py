@@ -185,7 +185,7 @@ def _narrow(base, d, low, high, la, lb):  # pragma: no cover
     return max(la, np.floor(t0) - 1.0), min(lb, np.ceil(t1) + 1.0)
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, inline="always")
 def _row_span(b0, b1, b2, d0, d1, d2, lo, hi, last, l0, l1):  # pragma: no cover
     """The samples ``[first, stop)`` of a row (``b + l * d``, ``l`` in ``[l0, l1)``) that the
     extent owns (empty: ``first >= stop``)."""
