@@ -96,7 +96,7 @@ def extract_parts(
 
 def pack_parts(
     parts: PartBatch | Sequence[Part], channels: int, request: int = 0,
-    alloc: Callable[[int], np.ndarray] | None = None,
+    alloc: Callable[[int], np.ndarray] | None = None, dtype: Any = np.float32,
 ) -> np.ndarray:
     """One ``uint8`` buffer holding ``parts``: a header of int64
     ``[request, n, (extent, count) * n]``, then all pixel indices (int64), then all values
@@ -104,6 +104,7 @@ def pack_parts(
     pixel; the receiver knows which, see :func:`~parvox.slicing.values_dtype`). ``request`` tags the message (a server with several
     requests in flight reads it back with :func:`message_request`). Empty parts are left out.
     ``alloc(nbytes)``, if given, provides the ``uint8`` buffer (a message buffer pool's).
+    A batch is packed in its values' dtype, a list of parts in ``dtype``.
 
     Examples
     --------
@@ -113,7 +114,7 @@ def pack_parts(
     >>> message_request(buf), q.extent, q.index.tolist(), q.values.ravel().tolist()
     (42, 7, [1, 5], [1.0, 1.0])
     """
-    batch = parts if isinstance(parts, PartBatch) else PartBatch.from_parts(parts, channels)
+    batch = parts if isinstance(parts, PartBatch) else PartBatch.from_parts(parts, channels, dtype)
     live = batch.counts > 0
     n = int(np.count_nonzero(live))
     header = np.empty(2 + 2 * n, dtype=np.int64)
