@@ -228,3 +228,27 @@ def test_spmd_run_help_shows_prog(capsys):
     assert info.value.code == 0
     usage = capsys.readouterr().out.splitlines()[0]
     assert usage.startswith("usage: parvox spmd run") and "PROG" in usage
+
+
+def test_label_refuses_colour_in_every_input_format(tmp_path, capsys, monkeypatch):
+    """An RGB .npy, TIFF file, TIFF folder, Zarr, OME-Zarr or store: one line naming IN, exit
+    code 2, nothing written."""
+    from mpi4py import MPI
+
+    import parvox.io as pio
+    from parvox.distarray import DistArray
+
+    vol = np.random.default_rng(1).integers(0, 256, (5, 6, 7, 3)).astype(np.uint8)
+    np.save(tmp_path / "rgb.npy", vol)
+    write_image(tmp_path / "rgb2d.tif", vol[0])
+    d = DistArray.from_global(vol, comm=MPI.COMM_SELF)
+    for name in ("rgb3d.tif", "rgb.zarr", "rgb.ome.zarr", "rgb.store"):
+        pio.write(d, tmp_path / name)
+    _no_work(monkeypatch, "parvox.io:read_distributed", "parvox.io:read",
+             "parvox.ndimage:label")
+    for name in ("rgb.npy", "rgb2d.tif", "rgb3d.tif", "rgb.zarr", "rgb.ome.zarr", "rgb.store"):
+        out = tmp_path / f"o-{name.split('.')[0]}.npy"
+        line = _refused(["label", tmp_path / name, out], capsys)
+        assert line.startswith("parvox label: error: argument IN: ") and "colour" in line, name
+        assert not out.exists()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("o-")) == []

@@ -240,3 +240,77 @@ def test_overview_counts_as_pending_and_concurrent_callers_share_it():
             service.flow.stop_all()
         else:
             service.flow.serve_forever()
+
+
+@mpi_test(ranks=(1, 2), timeout=240)
+def test_label_store_served_as_exact_ids_and_hashed_colours():
+    """Over the HTTP app: a uint64 label store's NPY slices are its exact ids (beyond 2**53),
+    its PNGs their colours, ``/api/info`` says labels; nearest sampling of an image store
+    is asked with ``sampling=nearest``."""
+    import io
+    import os
+    import tempfile
+
+    from mpi4py import MPI
+    from PIL import Image
+    from starlette.testclient import TestClient
+
+    from parvox.server.app import create_app
+    from parvox.server.engine import SliceService
+    from parvox.server.imaging import label_colours
+    from parvox.volume import ingest_array
+    from tests.slicing.test_extract import _label_volume, _nearest_reference
+
+    comm = MPI.COMM_WORLD
+    root = comm.bcast(tempfile.mkdtemp(prefix="pvx-labels-") if comm.Get_rank() == 0 else None)
+    labels = _label_volume(np.uint64, (19, 22, 25), seed=5)
+    image = (np.arange(19 * 22 * 25, dtype=np.uint32) * 977 + 2**30).reshape(19, 22, 25)
+    if comm.Get_rank() == 0:
+        ingest_array(labels, os.path.join(root, "l"), ndisks=3, extent=(8, 8, 8), labels=True,
+                     progress=False, comm=MPI.COMM_SELF)
+        ingest_array(image, os.path.join(root, "i"), ndisks=3, extent=(8, 8, 8),
+                     progress=False, comm=MPI.COMM_SELF)
+    comm.Barrier()
+    queries = [  # (center, u, v, size, zoom)
+        ((9, 11, 12), (0, 0, 1), (0, 1, 0), (22, 25), 1),
+        ((9.4, 10.2, 12.7), (0.3, -0.2, 1), (1, 0.4, 0.1), (17, 21), 1),
+        ((9, 11, 12), (0, 1, 0), (1, 0, 0), (9, 11), 2),
+    ]
+
+    def url(center, u, v, size, zoom, extra=""):
+        fmt = lambda t: ",".join(str(x) for x in t)  # noqa: E731
+        return (f"/api/slice?center={fmt(center)}&u={fmt(u)}&v={fmt(v)}&size={fmt(size)}"
+                f"&zoom={zoom}{extra}")
+
+    for name, vol in (("l", labels), ("i", image)):
+        with SliceService(os.path.join(root, name), comm=comm) as service:
+            if comm.Get_rank() != 0:
+                service.flow.serve_forever()
+                continue
+            client = TestClient(create_app(service))
+            info = client.get("/api/info").json()
+            assert info["dtype"] == vol.dtype.name
+            assert info["content"] == ("labels" if name == "l" else "image")
+            extra = "&sampling=nearest" if name == "i" else ""
+            for center, u, v, size, zoom in queries:
+                plane = service.plane(center=center, u=u, v=v, size=size)
+                want = _nearest_reference(vol, plane, center, plane.u, plane.v, 1.0, zoom)
+                r = client.get(url(center, u, v, size, zoom, extra + "&format=npy"))
+                assert r.status_code == 200, r.text
+                got = np.load(io.BytesIO(r.content))
+                assert got.dtype == vol.dtype and np.array_equal(got, want)
+                if name == "l":
+                    r = client.get(url(center, u, v, size, zoom))
+                    png = np.asarray(Image.open(io.BytesIO(r.content)))
+                    assert np.array_equal(png, label_colours(want))
+            if name == "l":  # the overview shows them in colour too
+                assert client.get("/api/overview").status_code == 200
+                assert info["display_window"] is None
+            r = client.get(url(*queries[0], "&sampling=cubic"))
+            assert r.status_code == 400 and r.json()["parameter"] == "sampling"
+            service.flow.stop_all()
+    comm.Barrier()
+    if comm.Get_rank() == 0:
+        import shutil
+
+        shutil.rmtree(root)

@@ -165,3 +165,128 @@ def test_extents_by_rank_partition_the_cut_in_read_order():
     comm.Barrier()
     if rank == 0:
         shutil.rmtree(root)
+
+
+def _nearest_reference(vol, plane, center, u, v, step, zoom=1, level=0):
+    """NumPy's own nearest-voxel slice, independent of the kernels: pixel ``(i, j)`` of an
+    ``H x W`` plane at zoom ``Z`` lies at ``center + (i - (H-1)/2) Z step v + (j - (W-1)/2)
+    Z step u`` (unit spacing, level-0 voxels; a label level ``k`` is ``vol[::2**k, ...]`` at
+    ``p / 2**k``), rounded half up; 0 outside ``[0, n-1]``."""
+    h, w = plane.size
+    f = 1 << level
+    sub = vol[::f, ::f, ::f]
+    i = np.arange(h, dtype=np.float64)[:, None]
+    j = np.arange(w, dtype=np.float64)[None, :]
+    p = np.stack([center[a] + (i - (h - 1) / 2) * zoom * step * v[a]
+                  + (j - (w - 1) / 2) * zoom * step * u[a] for a in range(3)]) / f
+    n = np.asarray(sub.shape).reshape(3, 1, 1)
+    inside = np.all((p >= 0) & (p <= n - 1), axis=0)
+    near = np.floor(p + 0.5).astype(np.int64)
+    out = np.zeros((h, w), vol.dtype)
+    out[inside] = sub[near[0][inside], near[1][inside], near[2][inside]]
+    return out
+
+
+def _label_volume(dtype, shape, seed):
+    """Ids beyond float32's (2**24) and, for 64 bits, float64's (2**53) exact integers; a
+    fifth of the voxels background (0)."""
+    rng = np.random.default_rng(seed)
+    info = np.iinfo(dtype)
+    lo = 2**24 + 1 if info.bits == 32 else 2**53 + 1
+    ids = rng.integers(lo, int(info.max), size=shape, dtype=dtype, endpoint=True)
+    ids[rng.random(shape) < 0.2] = 0
+    if info.bits == 64:
+        ids[0, 0, :3] = (info.max, info.max - 1, 2**53 + 1)  # neighbours float64 cannot tell
+    return ids
+
+
+@mpi_test(ranks=(1, 2, 3, 4), timeout=180)
+def test_label_stores_slice_to_their_exact_ids():
+    """uint32 and uint64 label stores sliced axis-aligned, obliquely, zoomed, half outside and
+    at a pyramid level: every pixel the id of its nearest voxel, in the store's dtype."""
+    import shutil
+
+    from mpi4py import MPI
+
+    from parvox.slicing import Plane, SliceEngine
+    from parvox.volume import ingest_array
+
+    comm = MPI.COMM_WORLD
+    rank = comm.Get_rank()
+    root = _shared_dir(comm)
+    shape = (23, 29, 31)
+    rng = np.random.default_rng(3)
+    for dtype in (np.uint32, np.uint64):
+        vol = _label_volume(dtype, shape, seed=int(np.iinfo(dtype).bits))
+        path = root / f"labels-{np.dtype(dtype).name}"
+        if rank == 0:
+            ingest_array(vol, path, ndisks=3, extent=(5, 7, 6), levels=2, labels=True,
+                         progress=False, comm=MPI.COMM_SELF)
+        comm.Barrier()
+        cases = [  # center, u, v, size, step, zoom, level
+            ((11, 14, 15), (0, 0, 1), (0, 1, 0), (29, 31), 1.0, 1, 0),  # axial, whole
+            ((11, 14.5, 15.5), (0, 0, 1), (1, 0, 0), (24, 32), 1.0, 1, 0),  # halves: ties
+            ((11, 14, 15), (0, 0, 1), (0, 1, 0), (12, 13), 1.0, 2, 0),  # zoom: pixel centres
+            ((2, 3, 4), (0, 0, 1), (0, 1, 0), (20, 20), 1.0, 1, 0),  # half outside
+            ((12, 14, 15), (0, 0, 1), (0, 1, 0), (9, 10), 4.0, 1, "auto"),  # level 2
+        ]
+        for _ in range(3):  # oblique
+            cases.append((tuple(rng.uniform(3, 20, 3)), tuple(rng.normal(size=3)),
+                           tuple(rng.normal(size=3)), (int(rng.integers(9, 30)), 17),
+                           float(rng.uniform(0.4, 1.2)), 1 + _ % 2, 0))
+        with SliceEngine(path, threads=2) as eng:
+            for center, u, v, size, step, zoom, level in cases:
+                plane = Plane(center, u, v, size, step, zoom)  # asked linear: labels are not
+                got = eng.extract(plane, level=level)
+                raw = eng.extract(plane, raw=True, level=level)  # (collective)
+                if rank != 0:
+                    assert got is None and raw is None
+                    continue
+                k = eng.stats.level
+                assert k == (2 if level == "auto" else 0)
+                want = _nearest_reference(vol, plane, center, plane.u, plane.v, step, zoom, k)
+                assert got.dtype == vol.dtype and got.shape == size
+                assert np.array_equal(got, want), (center, u, v, zoom)
+                assert np.count_nonzero(want) > 0
+                assert raw.dtype == vol.dtype and np.array_equal(raw, got)
+    comm.Barrier()
+    if rank == 0:
+        shutil.rmtree(root)
+
+
+def test_every_store_dtype_slices_linear_and_nearest(tmp_path):
+    """Every dtype a store holds slices: trilinear (float path, rounded to the dtype) as the
+    SciPy reference, and nearest when asked, exactly."""
+    from mpi4py import MPI
+
+    from parvox.slicing import SliceEngine, finish_slice, reference_slice
+    from parvox.volume.manifest import DTYPES
+
+    shape = (11, 13, 12)
+    rng = np.random.default_rng(8)
+    for name in DTYPES:
+        dt = np.dtype(name)
+        if dt.kind == "f":
+            vol = rng.normal(0, 1000, shape).astype(dt)
+        else:
+            info = np.iinfo(dt)
+            vol = rng.integers(max(info.min, -30000), min(info.max, 30000), shape,
+                               endpoint=True).astype(dt)
+        from parvox.volume import ingest_array
+
+        path = ingest_array(vol, tmp_path / name, ndisks=2, extent=(4, 5, 6), progress=False,
+                            comm=MPI.COMM_SELF)
+        with SliceEngine(path, comm=MPI.COMM_SELF) as eng:
+            plane = eng.plane(center=(5, 6.2, 5.7), normal=(1, 0.3, -0.2), size=(13, 11))
+            got = eng.extract(plane)
+            ref = reference_slice(vol, plane)
+            assert got.dtype == dt
+            if dt.kind == "f":  # float32 pixels in the dtype
+                np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-2)
+            else:
+                assert np.abs(got.astype(np.int64) - finish_slice(ref, dt).astype(np.int64)).max() <= 1
+            near = plane.with_sampling("nearest")
+            got = eng.extract(near)
+            assert got.dtype == dt and np.array_equal(got, reference_slice(vol, near))
+            assert np.array_equal(got, _nearest_reference(vol, near, near.center, near.u,
+                                                          near.v, near.step))

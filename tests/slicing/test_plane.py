@@ -91,3 +91,29 @@ def test_normal_validation():
     with pytest.raises(ValueError, match="up must not be parallel"):
         Plane.from_normal((0, 0, 0), normal=(0, 1, 0), up=(0, 2, 0), size=(2, 2))
     assert Plane(center=(1, 2, 3), u=(0, 0, 1), v=(0, 1, 0), size=(8192, 1), zoom=16).zoom == 16
+
+
+def test_nearest_sampling_folds_the_zoom_into_the_step_and_bad_sampling_is_named():
+    import pytest
+
+    from parvox.errors import ParameterError
+    from parvox.slicing import Plane, parse_plane
+
+    p = Plane(center=(5, 6, 7), u=(0, 1, 1), v=(1, 0, 0), size=(4, 6), step=0.5, zoom=3,
+              spacing=(2.0, 1.0, 1.0))
+    q = p.with_sampling("nearest")
+    assert (q.sampling, q.zoom, q.step, q.size) == ("nearest", 1, 1.5, (4, 6))
+    assert (q.center, q.u, q.v, q.spacing) == (p.center, p.u, p.v, p.spacing)
+    # the nearest pixels are the zoomed pixels' centres: the means of their sample blocks
+    g = p.sample_grid().reshape(3, 4, 3, 6, 3).mean(axis=(2, 4))
+    np.testing.assert_allclose(q.sample_grid(), g, atol=1e-12)
+    assert q.with_sampling("nearest") is q and p.with_sampling("linear") is p
+    got = parse_plane({"center": "5,6,7", "normal": "1,0,0", "size": "4,6", "zoom": "2",
+                       "sampling": "nearest"})
+    assert (got.sampling, got.zoom, got.step) == ("nearest", 1, 2.0)
+    for bad in (lambda: p.with_sampling("cubic"),
+                lambda: parse_plane({"center": "5,6,7", "normal": "1,0,0", "size": "4,6",
+                                     "sampling": "cubic"})):
+        with pytest.raises(ParameterError) as info:
+            bad()
+        assert info.value.param == "sampling"

@@ -213,3 +213,23 @@ def test_slices_of_every_store_dtype(tmp_path, dtype):
     np.testing.assert_array_equal(got, finish_slice(raw, dt))
     if dt.kind in "iu":
         assert got.min() >= 0  # no wrap-around at the maximum
+
+
+def test_messages_carry_exact_uint64_ids():
+    """Nearest parts travel in the volume's dtype: ids above 2**53 survive packing, unpacking
+    and placement; a reader expecting another item size is refused."""
+    import pytest
+
+    from parvox.slicing import Plane, place_message
+
+    plane = Plane(center=(1, 1, 1), u=(0, 0, 1), v=(0, 1, 0), size=(2, 3), sampling="nearest")
+    ids = np.array([[2**64 - 1], [2**53 + 1], [2**53 + 2]], np.uint64)
+    buf = pack_parts([Part(5, np.array([4, 0, 2]), ids)], 1, request=3, dtype=np.uint64)
+    (part,) = unpack_parts(buf, 1, np.uint64)
+    assert part.values.dtype == np.uint64 and np.array_equal(part.values, ids)
+    rows = new_rows(plane, 1, np.uint64)
+    place_message(buf, rows, 1)
+    assert rows.ravel().tolist() == [2**53 + 1, 0, 2**53 + 2, 0, 2**64 - 1, 0]
+    assert np.array_equal(merge_parts([part], plane, 1, np.uint64), rows.reshape(2, 3))
+    with pytest.raises(ValueError, match="buf"):
+        unpack_parts(buf, 1)  # float32: half the bytes

@@ -6,10 +6,11 @@ foreground with the structure ``scipy.ndimage.generate_binary_structure(ndim, co
 (connectivity 1 = faces only, the scipy default; ``ndim`` = every neighbour). IN and OUT take
 every format of :mod:`parvox.io` (``--level``, ``--format``, ``--levels`` as for ``filter``).
 Labels are written as int32; a ``.png`` output holds them as 16-bit grey, so it needs a 2-D
-image and at most 65535 components. IN must be grey: an RGB(A) PNG is refused before any work
-(convert it to grey first). The number of components is printed, and, when IN is not binary
-(values other than 0 and one foreground value) and no ``--threshold`` was given, how it was
-thresholded.
+image and at most 65535 components. IN must be grey: a colour input (an RGB(A) PNG or TIFF, or
+any input of four axes whose last is 3 or 4, the colour axis of a store, OME-Zarr, Zarr, TIFF
+folder or ``.npy``) is refused before any work (convert it to grey first). The number of
+components is printed, and, when IN is not binary (values other than 0 and one foreground
+value) and no ``--threshold`` was given, how it was thresholded.
 
 Examples
 --------
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 from typing import Any
 
 from parvox.cli import UsageError
@@ -69,9 +71,10 @@ def validate(args: argparse.Namespace) -> None:
     if args.threshold is not None and not math.isfinite(args.threshold):
         raise UsageError("--threshold", f"must be a finite number, got {args.threshold}")
     shape, dtype = check_in(args)
-    if args.input.lower().endswith(".png") and len(shape) == 3:
+    channels = _colour_channels(args.input, shape)
+    if channels:
         raise UsageError(
-            "IN", f"{args.input}: a colour PNG ({shape[2]} channels) cannot be labelled; "
+            "IN", f"{args.input}: a colour image ({channels} channels) cannot be labelled; "
             "convert it to a grey or binary image first"
         )  # fmt: skip
     if dtype.kind == "c":
@@ -82,6 +85,25 @@ def validate(args: argparse.Namespace) -> None:
             f"must be in 1..{len(shape)} for IN's {len(shape)} axes, got {args.connectivity}",
         )
     check_out(args, np.dtype(np.int32), shape)
+
+
+def _colour_channels(source: str, shape: tuple[int, ...]) -> int:
+    """The colour channels of input ``source`` of ``shape`` (0: grey): an RGB(A) PNG, a TIFF
+    whose samples are colour, or any input of four axes whose last is 3 or 4 (colour last, as
+    :mod:`parvox.io` reads a colour store, OME-Zarr, TIFF folder, Zarr or ``.npy``). A
+    three-axis array without colour metadata (``.npy``, Zarr) is a volume."""
+    name = source.rstrip("/").lower()
+    if len(shape) == 4 and shape[3] in (3, 4):
+        return int(shape[3])
+    if name.endswith(".png") and len(shape) == 3:
+        return int(shape[2])
+    if name.endswith((".tif", ".tiff")) and len(shape) >= 3 and not os.path.isdir(source):
+        import tifffile
+
+        with tifffile.TiffFile(source) as tif:
+            if tif.series[0].axes.endswith("S"):  # samples per pixel: colour
+                return int(shape[-1])
+    return 0
 
 
 def _foreground(d: Any, threshold: float | None) -> tuple[Any, str | None]:

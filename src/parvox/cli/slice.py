@@ -96,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
         if args.map is not None:
             dmap = load_disk_map(args.map, store.meta.ndisks, c.Get_size())
         raw = args.output.lower().endswith(".npy")
+        labels = store.meta.content == "labels"  # ids: exact in .npy, coloured in .png
         with SliceEngine(store, comm=c, disk_map=dmap) as eng:
             img = eng.extract(plane, raw=raw, level=args.level_k)
             extents = c.reduce(eng.stats.extents, root=0)
@@ -109,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
         if raw:
             np.save(fh, img)
         else:
-            fh.write(encode_image(display_pixels(img), "png"))
+            fh.write(encode_image(display_pixels(img, labels=labels), "png"))
     print(f"parvox slice: wrote {args.output} ({img.shape[0]}x{img.shape[1]}, "
           f"{plural(int(extents or 0), 'extent')}, level {level})")
     return 0

@@ -4,7 +4,8 @@ Endpoints
 ---------
 ``GET /``                the web viewer (static files under ``/static``)
 ``GET /api/info``        the store's manifest summary, the ranks, limits and overview geometry
-``GET /api/slice``       a slice (see :mod:`parvox.server.params`); PNG, JPEG or NPY
+``GET /api/slice``       a slice (see :mod:`parvox.server.params`); PNG, JPEG or NPY (a label
+                         store's exact ids in its dtype; its PNG/JPEG in hashed colours)
 ``GET /api/overview``    the three mid-volume views side by side (``?view=axial`` etc. for one)
 ``GET /api/stats``       slices served, slices/s, latency p50/p95/p99, bytes read, cache hit
                          rate, per-rank busy time
@@ -95,6 +96,7 @@ def create_app(service: SliceService, max_size: int | None = None) -> Starlette:
                 "store": str(source.store.path),
                 "shape": list(meta.shape),
                 "dtype": meta.dtype,
+                "content": meta.content,  # "labels": exact ids, sampled nearest
                 "channels": meta.channels,
                 "spacing": list(meta.spacing),
                 "extent": list(meta.extent),

@@ -18,7 +18,10 @@ One slice request is one dataflow operation (seed Figures 6-10):
 
 A request names a pyramid level (``"auto"`` by default, :mod:`parvox.slicing.levels`); the plane
 is mapped to that level's voxel coordinates once, in :meth:`SliceService.submit`, and every
-rank reads that level's extents. :meth:`SliceService.encode` turns raw slices into PNG or JPEG
+rank reads that level's extents. A plane sampled ``"nearest"`` (and every plane of a label
+store) travels in the volume's own dtype from the kernel through the messages to the merged
+slice, so ids are exact; PNG/JPEG show a label store's ids in hashed colours
+(:func:`~parvox.server.imaging.label_colours`) and NPY holds them. :meth:`SliceService.encode` turns raw slices into PNG or JPEG
 in a pool of threads of its own (the encoders release the GIL), off the merge path, so the
 next requests are merged while earlier ones are encoded; PNG is :mod:`parvox.server.png` at
 deflate level ``png_level``.
@@ -81,7 +84,6 @@ from parvox.slicing import (
     place_message,
     unpack_parts,
 )
-from parvox.slicing.levels import plane_at_level
 from parvox.slicing.source import Key, SliceSource
 from parvox.volume import DiskMap, VolumeStore
 
@@ -308,13 +310,15 @@ class SliceService:
     def _init(self, request: tuple[Any, ...]) -> tuple[Any, ...]:
         plane = request[0]
         # zoom 1: pixels go straight into the slice's rows; else the parts, merged at the end
-        into: Any = new_rows(plane, self.source.channels) if plane.zoom == 1 else []
+        into: Any = (new_rows(plane, self.source.channels, self.source.values_dtype(plane))
+                     if plane.zoom == 1 else [])
         return (plane, into) if len(request) == 2 else (plane, into, request[2])
 
     def _merge(self, acc: tuple[Any, ...], result: np.ndarray) -> tuple[Any, ...]:
         into = acc[1]
         if isinstance(into, list):
-            into.extend(unpack_parts(result, self.source.channels))
+            into.extend(unpack_parts(result, self.source.channels,
+                                     self.source.values_dtype(acc[0])))
         else:
             place_message(result, into, self.source.channels)
         return acc
@@ -323,7 +327,7 @@ class SliceService:
         plane, into = acc[:2]
         c = self.source.channels
         if isinstance(into, list):
-            raw = merge_parts(into, plane, c)
+            raw = merge_parts(into, plane, c, self.source.values_dtype(plane))
         else:
             h, w = plane.size
             raw = into.reshape((h, w) if c == 1 else (h, w, c))
@@ -335,7 +339,7 @@ class SliceService:
             return raw
         fmt, quality, window = encoding
         body = encode_slice(raw, self.source.meta.dtype, fmt, quality, window,
-                            self.options.png_level)
+                            self.options.png_level, labels=self.source.labels)
         return np.frombuffer(body, dtype=np.uint8)  # bytes travel as an array, not pickled
 
     # -- requests (rank 0) ------------------------------------------------------------------------
@@ -344,8 +348,9 @@ class SliceService:
         return self.source.plane(**kwargs)
 
     def submit(self, plane: Plane, level: int | str = "auto") -> cf.Future[np.ndarray]:
-        """Start extracting ``plane`` at pyramid ``level``; a future of the raw (float32,
-        unrounded) slice.
+        """Start extracting ``plane`` at pyramid ``level``; a future of the raw slice: float32,
+        unrounded, or with nearest sampling (``plane.sampling``, and every label store) the
+        voxels in the volume's dtype.
 
         The future raises :class:`~parvox.dataflow.DataflowTimeout` when the request makes
         no progress for ``request_timeout`` seconds.
@@ -369,7 +374,7 @@ class SliceService:
         """:meth:`submit`; ``record``: count it in the served/failed/latency statistics
         (the overview's own panels are pending requests but not client slices)."""
         k = self.resolve_level(plane, level)
-        request: tuple[Any, ...] = (plane_at_level(plane, k), k)
+        request: tuple[Any, ...] = (self.source.level_plane(plane, k), k)
         if self.encode_rank:
             request += (encoding,)
         self.requests.admit()
@@ -417,7 +422,7 @@ class SliceService:
         return out
 
     def extract(self, plane: Plane) -> np.ndarray:
-        """Extract ``plane`` and wait (rank 0): the raw float32 slice."""
+        """Extract ``plane`` and wait (rank 0): the raw slice (see :meth:`submit`)."""
         return self.submit(plane).result()
 
     def finish(self, raw: np.ndarray) -> np.ndarray:
@@ -432,7 +437,7 @@ class SliceService:
         threads; a future of the bytes."""
         return self._encoder.submit(
             encode_slice, raw, self.source.meta.dtype, fmt, quality, window,
-            self.options.png_level,
+            self.options.png_level, self.source.labels,
         )
 
     def count_bytes_out(self, n: int) -> None:

@@ -12,6 +12,12 @@ file with the same two functions, so a PNG from the HTTP API and the file ``parv
 writes for the same parameters are the same bytes. JPEG is 8-bit: 16-bit slices get the slice's
 own min-max window unless one is given.
 
+A label store's slice (its ids, exact, in the store's dtype) is shown by
+:func:`label_colours`: each id its own colour from a hash of its 64 bits (SplitMix64's
+finaliser), the same in every slice and every server, 0 black; ``window`` does not apply.
+NPY holds the slice as it came: float32 (interpolated), or the voxels in the volume's dtype
+(nearest sampling, every label store).
+
 Examples
 --------
 >>> import numpy as np
@@ -38,12 +44,13 @@ __all__ = [
     "display_pixels",
     "encode_image",
     "encode_slice",
+    "label_colours",
 ]
 
 #: zlib level of PNG slices unless asked otherwise (the server's ``png_level``)
 DEFAULT_PNG_LEVEL = 1
 
-#: formats the server answers (``npy`` keeps the raw float values)
+#: formats the server answers (``npy`` keeps the raw values: float32, or exact voxels)
 FORMATS = ("png", "jpeg", "npy")
 #: HTTP media type of each format
 MEDIA_TYPES = {"png": "image/png", "jpeg": "image/jpeg", "npy": "application/octet-stream"}
@@ -59,20 +66,55 @@ def _window(a: np.ndarray, window: Sequence[float] | None) -> tuple[float, float
     return lo, (hi if hi > lo else lo + 1.0)
 
 
-def display_pixels(slice_: np.ndarray, window: Sequence[float] | None = None) -> np.ndarray:
+#: SplitMix64's constants (its increment and finaliser multipliers)
+_MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9),
+        np.uint64(0x94D049BB133111EB))
+
+
+def label_colours(ids: np.ndarray) -> np.ndarray:
+    """``(H, W, 3)`` uint8 colours of integer ``ids``: 0 black, every other id the colour of
+    a hash of its 64 bits (negative ids as two's complement), each channel in ``[48, 255]``.
+
+    Examples
+    --------
+    >>> rgb = label_colours(np.array([[0, 7], [2**60 + 1, 7]], np.uint64))
+    >>> rgb[0, 0].tolist(), bool((rgb[0, 1] == rgb[1, 1]).all()), bool((rgb[1, 0] != rgb[0, 1]).any())
+    ([0, 0, 0], True, True)
+    """
+    a = np.asarray(ids)
+    if a.dtype.kind not in "iub":
+        raise ValueError(f"ids must be integers, got dtype {a.dtype}")
+    z = a.astype(np.int64).view(np.uint64) if a.dtype.kind == "i" else a.astype(np.uint64)
+    z = z + _MIX[0]
+    z = (z ^ (z >> np.uint64(30))) * _MIX[1]
+    z = (z ^ (z >> np.uint64(27))) * _MIX[2]
+    z = z ^ (z >> np.uint64(31))
+    rgb = np.stack([(z >> np.uint64(8 * c)) & np.uint64(0xFF) for c in range(3)], axis=-1)
+    out = (48 + rgb * 207 // 255).astype(np.uint8)
+    out[a == 0] = 0
+    return out
+
+
+def display_pixels(
+    slice_: np.ndarray, window: Sequence[float] | None = None, labels: bool = False
+) -> np.ndarray:
     """The integer image of a finished slice (see the module docstring for the rules).
 
     Parameters
     ----------
     slice_ : ndarray
-        ``(H, W)`` uint8/uint16/float32 or ``(H, W, 3)`` uint8.
+        ``(H, W)`` of any store dtype, or ``(H, W, 3)`` uint8.
     window : (lo, hi), optional
         Map ``[lo, hi]`` to ``[0, 255]``; without it, the slice's own range for dtypes other
         than uint8 and uint16.
+    labels : bool
+        ``slice_`` holds ids: their :func:`label_colours` (``window`` does not apply).
     """
     a = np.asarray(slice_)
     if a.ndim not in (2, 3) or (a.ndim == 3 and a.shape[2] != 3):
         raise ValueError(f"slice_ must be (H, W) or (H, W, 3), got shape {a.shape}")
+    if labels:
+        return label_colours(a)
     if window is None and a.dtype in (np.uint8, np.uint16):
         return a
     lo, hi = _window(a, window)
@@ -116,9 +158,11 @@ def encode_slice(
     quality: int = 90,
     window: Sequence[float] | None = None,
     png_level: int = DEFAULT_PNG_LEVEL,
+    labels: bool = False,
 ) -> bytes:
-    """Bytes of a raw (float32, unrounded) slice in ``fmt``: ``npy`` keeps the float values,
-    ``png``/``jpeg`` round to the volume ``dtype`` first (:func:`parvox.slicing.finish_slice`).
+    """Bytes of a raw slice (float32 unrounded, or the voxels of a nearest slice) in ``fmt``:
+    ``npy`` keeps the values as they are, ``png``/``jpeg`` round to the volume ``dtype`` first
+    (:func:`parvox.slicing.finish_slice`); ``labels``: the ids' :func:`label_colours`.
 
     Examples
     --------
@@ -131,8 +175,9 @@ def encode_slice(
 
     if fmt == "npy":
         buf = io.BytesIO()
-        np.save(buf, np.asarray(raw, dtype=np.float32), allow_pickle=False)
+        np.save(buf, np.asarray(raw), allow_pickle=False)
         return buf.getvalue()
     if fmt not in FORMATS:
         raise ValueError(f"fmt must be one of {FORMATS}, got {fmt!r}")
-    return encode_image(display_pixels(finish_slice(raw, dtype), window), fmt, quality, png_level)
+    pixels = display_pixels(finish_slice(raw, dtype), window, labels)
+    return encode_image(pixels, fmt, quality, png_level)

@@ -129,17 +129,19 @@ class Overview:
                     f"overview: not made within {self.timeout} s ({name} panel)"
                 ) from None
         window: tuple[float, float] | None = None
-        if self.meta.dtype != "uint8":
+        labels = self.meta.content == "labels"  # ids in colours, no window
+        if self.meta.dtype != "uint8" and not labels:
             allv = np.concatenate([r.reshape(-1) for r in raws.values()])
             lo, hi = np.percentile(allv, [0.5, 99.5])
             window = (float(lo), float(hi) if hi > lo else float(lo) + 1.0)
         pixels = {}
         for name, raw in raws.items():
-            pix = display_pixels(finish_slice(raw, self.meta.dtype), window)
+            pix = display_pixels(finish_slice(raw, self.meta.dtype), window, labels)
             pixels[name] = pix if pix.dtype == np.uint8 else display_pixels(pix.astype(np.float32))
         h = max(p.shape[0] for p in pixels.values())
         w = sum(p.shape[1] for p in pixels.values()) + _GAP * (len(pixels) - 1)
-        combo = np.zeros((h, w) if self.meta.channels == 1 else (h, w, 3), np.uint8)
+        combo = np.zeros((h, w) if self.meta.channels == 1 and not labels else (h, w, 3),
+                         np.uint8)
         x = 0
         for pix in pixels.values():
             combo[: pix.shape[0], x : x + pix.shape[1]] = pix

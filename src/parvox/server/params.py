@@ -3,7 +3,8 @@
 The plane parameters are those of ``parvox slice`` and are parsed by the same function
 (:func:`parvox.slicing.parse_plane`): ``center=z,y,x`` (voxel indices), either ``u=z,y,x&v=z,y,x``
 or ``normal=z,y,x[&up=z,y,x]``, ``size=H,W``, ``step=S`` (mm), ``zoom=Z``, and the pyramid
-``level=auto|K`` (:func:`parvox.slicing.params.parse_level_param`). The server adds
+``level=auto|K`` (:func:`parvox.slicing.params.parse_level_param`) and
+``sampling=linear|nearest`` (a label store is always sampled nearest). The server adds
 ``format=png|jpeg|npy``, ``quality=Q`` (JPEG, 1-100) and ``window=lo,hi`` (display range for
 PNG/JPEG). Unknown parameters are ignored (cache busters).
 

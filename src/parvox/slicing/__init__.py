@@ -3,8 +3,9 @@
 The pieces are separate so that a server can pipeline them: :func:`parse_plane` (a plane from
 text parameters, for the command line and the HTTP API), :func:`extents_on_disks` (which
 extents a plane cuts on my disks), :class:`parvox.volume.ExtentReader` (read extents),
-:func:`extract_part` (extract and resample one extent's part), :func:`pack_parts` /
-:func:`unpack_parts` (one coalesced message) and :func:`merge_parts` (disjoint union); with
+:func:`extract_part` (extract and resample one extent's part: trilinear, or the nearest
+voxel in the volume's dtype for a ``sampling="nearest"`` plane and every label store),
+:func:`pack_parts` / :func:`unpack_parts` (one coalesced message) and :func:`merge_parts` (disjoint union); with
 zoom 1 the root writes pixels straight into the slice's rows (:func:`new_rows`,
 :func:`place_message`) instead of merging parts.
 :class:`SliceSource` holds one rank's store, disks and reader and puts the pieces together;
@@ -37,7 +38,7 @@ from parvox.slicing.extract import (
     unpack_parts,
 )
 from parvox.slicing.params import PLANE_PARAMS, parse_plane
-from parvox.slicing.plane import MAX_SIZE, MAX_ZOOM, Plane
+from parvox.slicing.plane import MAX_SIZE, MAX_ZOOM, SAMPLINGS, Plane
 from parvox.slicing.resample import (
     Part,
     PartExtractor,
@@ -46,6 +47,7 @@ from parvox.slicing.resample import (
     merge_parts,
     new_rows,
     place_rows,
+    values_dtype,
 )
 from parvox.slicing.source import SliceSource
 
@@ -53,6 +55,7 @@ __all__ = [
     "MAX_SIZE",
     "MAX_ZOOM",
     "PLANE_PARAMS",
+    "SAMPLINGS",
     "Part",
     "PartExtractor",
     "Plane",
@@ -77,4 +80,5 @@ __all__ = [
     "place_rows",
     "reference_slice",
     "unpack_parts",
+    "values_dtype",
 ]

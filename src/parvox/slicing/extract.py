@@ -33,7 +33,6 @@ import numpy as np
 
 from parvox.errors import ParvoxError
 from parvox.slicing.extents import grid_ranges
-from parvox.slicing.levels import plane_at_level
 from parvox.slicing.plane import Plane
 from parvox.slicing.resample import (
     Part,
@@ -97,13 +96,15 @@ def extract_parts(
 
 def pack_parts(
     parts: PartBatch | Sequence[Part], channels: int, request: int = 0,
-    alloc: Callable[[int], np.ndarray] | None = None,
+    alloc: Callable[[int], np.ndarray] | None = None, dtype: Any = np.float32,
 ) -> np.ndarray:
     """One ``uint8`` buffer holding ``parts``: a header of int64
     ``[request, n, (extent, count) * n]``, then all pixel indices (int64), then all values
-    (float32, ``channels`` per pixel). ``request`` tags the message (a server with several
+    (the parts' dtype: float32, or the volume's with nearest sampling; ``channels`` per
+    pixel; the receiver knows which, see :func:`~parvox.slicing.values_dtype`). ``request`` tags the message (a server with several
     requests in flight reads it back with :func:`message_request`). Empty parts are left out.
     ``alloc(nbytes)``, if given, provides the ``uint8`` buffer (a message buffer pool's).
+    A batch is packed in its values' dtype, a list of parts in ``dtype``.
 
     Examples
     --------
@@ -113,7 +114,7 @@ def pack_parts(
     >>> message_request(buf), q.extent, q.index.tolist(), q.values.ravel().tolist()
     (42, 7, [1, 5], [1.0, 1.0])
     """
-    batch = parts if isinstance(parts, PartBatch) else PartBatch.from_parts(parts, channels)
+    batch = parts if isinstance(parts, PartBatch) else PartBatch.from_parts(parts, channels, dtype)
     live = batch.counts > 0
     n = int(np.count_nonzero(live))
     header = np.empty(2 + 2 * n, dtype=np.int64)
@@ -124,7 +125,7 @@ def pack_parts(
     pieces = [
         header.view(np.uint8),
         np.ascontiguousarray(batch.index, dtype=np.int64).view(np.uint8),
-        np.ascontiguousarray(batch.values, dtype=np.float32).reshape(-1).view(np.uint8),
+        np.ascontiguousarray(batch.values).reshape(-1).view(np.uint8),
     ]
     if alloc is None:
         return np.concatenate(pieces)
@@ -137,9 +138,10 @@ def message_request(buf: np.ndarray) -> int:
 
 
 def _message_arrays(
-    buf: np.ndarray, channels: int
+    buf: np.ndarray, channels: int, dtype: Any = np.float32
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Views of a :func:`pack_parts` buffer: (extents, counts, all indices, all values)."""
+    """Views of a :func:`pack_parts` buffer: (extents, counts, all indices, all values of
+    ``dtype``)."""
     n = int(buf[8:16].view(np.int64)[0])
     header = buf[: 8 * (2 + 2 * n)].view(np.int64)
     extents, counts = header[2::2], header[3::2]
@@ -147,12 +149,17 @@ def _message_arrays(
     pos = 8 * (2 + 2 * n)
     index = buf[pos : pos + 8 * total].view(np.int64)
     pos += 8 * total
-    values = buf[pos : pos + 4 * total * channels].view(np.float32).reshape(total, channels)
+    dt = np.dtype(dtype)
+    if buf.size != pos + dt.itemsize * total * channels:
+        raise ValueError(f"buf: {buf.size} bytes do not hold {total} x {channels} {dt} values "
+                         f"after the header and indices")
+    values = buf[pos:].view(dt).reshape(total, channels)
     return extents, counts, index, values
 
 
 def place_message(buf: np.ndarray, rows: np.ndarray, channels: int) -> None:
-    """Write the pixels of a zoom-1 :func:`pack_parts` buffer into slice ``rows`` at once.
+    """Write the pixels of a zoom-1 :func:`pack_parts` buffer into slice ``rows`` at once
+    (the values are read as ``rows``' dtype).
 
     Same result as ``merge_parts(unpack_parts(buf))`` without splitting it into parts.
 
@@ -165,16 +172,16 @@ def place_message(buf: np.ndarray, rows: np.ndarray, channels: int) -> None:
     """
     buf = np.ascontiguousarray(buf, dtype=np.uint8)
     if buf.size:
-        _, _, index, values = _message_arrays(buf, channels)
+        _, _, index, values = _message_arrays(buf, channels, rows.dtype)
         place_rows(rows, index, values)
 
 
-def unpack_parts(buf: np.ndarray, channels: int) -> list[Part]:
-    """Inverse of :func:`pack_parts`."""
+def unpack_parts(buf: np.ndarray, channels: int, dtype: Any = np.float32) -> list[Part]:
+    """Inverse of :func:`pack_parts` (``dtype``: the values', as packed)."""
     buf = np.ascontiguousarray(buf, dtype=np.uint8)
     if buf.size == 0:
         return []
-    extents, counts, index, values = _message_arrays(buf, channels)
+    extents, counts, index, values = _message_arrays(buf, channels, dtype)
     parts = []
     start = 0
     for ext, cnt in zip(extents, counts, strict=True):
@@ -349,7 +356,8 @@ class SliceEngine:
                 if rows is not None:
                     place_message(chunk, rows, self.source.channels)
                 else:
-                    allparts.extend(unpack_parts(chunk, self.source.channels))
+                    allparts.extend(unpack_parts(chunk, self.source.channels,
+                                                 parts.values.dtype))
         return allparts
 
     def extract(
@@ -360,10 +368,13 @@ class SliceEngine:
         Parameters
         ----------
         plane : Plane
-            In level-0 voxel coordinates.
+            In level-0 voxel coordinates. Sampled as it says (``plane.sampling``), except
+            that a label store is always sampled ``"nearest"``
+            (:meth:`SliceSource.sampled <parvox.slicing.SliceSource.sampled>`).
         raw : bool
             Return the float32 slice unrounded (integer volumes are otherwise rounded to their
-            dtype, RGB channels independently).
+            dtype, RGB channels independently). A nearest slice is the voxels, in the volume's
+            dtype, either way.
         level : int or "auto"
             The pyramid level read (:mod:`parvox.slicing.levels`): ``"auto"`` the coarsest
             whose voxel is not larger than the plane's step; ``stats.level`` says which.
@@ -379,13 +390,14 @@ class SliceEngine:
         """
         k = self.resolve_level(plane, level)
         src = self.source.level_source(k)
-        plane = plane_at_level(plane, k)
+        plane = self.source.level_plane(plane, k)
         channels = src.channels
+        dtype = src.values_dtype(plane)
         error: BaseException | None = None
-        parts = PartBatch.from_parts([], channels)
+        parts = PartBatch.from_parts([], channels, dtype)
         self.stats = SliceStats(level=k)
         # zoom 1 on root: every pixel is written straight into the slice (parts are disjoint)
-        rows = new_rows(plane, channels) if plane.zoom == 1 and self.rank == root else None
+        rows = new_rows(plane, channels, dtype) if plane.zoom == 1 and self.rank == root else None
         try:
             parts = self.local_parts(plane, out=rows, source=src)
         except Exception as exc:  # reported to root inside the collective
@@ -394,7 +406,7 @@ class SliceEngine:
         if allparts is None:
             return None
         if rows is None:
-            out = merge_parts(allparts, plane, channels)
+            out = merge_parts(allparts, plane, channels, dtype)
         else:
             h, w = plane.size
             out = rows.reshape(h, w) if channels == 1 else rows.reshape(h, w, channels)
@@ -417,12 +429,21 @@ def extract_slice(
 
 def reference_slice(volume: np.ndarray, plane: Plane) -> np.ndarray:
     """The serial reference: ``scipy.ndimage.map_coordinates(order=1, mode='constant',
-    cval=0)`` at every sample, averaged over each ``zoom x zoom`` block (float64, unrounded).
+    cval=0)`` at every sample, averaged over each ``zoom x zoom`` block (float64, unrounded);
+    for a nearest plane the voxel ``floor(p + 0.5)`` of every sample inside ``[0, n-1]``
+    (0 outside), in ``volume``'s dtype.
     """
     from scipy.ndimage import map_coordinates
 
     coords = plane.sample_grid()
     vol = np.asarray(volume)
+    if plane.sampling == "nearest":
+        n = np.asarray(vol.shape[:3]).reshape(3, 1, 1)
+        inside = np.all((coords >= 0) & (coords <= n - 1), axis=0)
+        near = np.floor(coords + 0.5).astype(np.int64)
+        out = np.zeros(inside.shape + vol.shape[3:], vol.dtype)
+        out[inside] = vol[near[0][inside], near[1][inside], near[2][inside]]
+        return out
     chans = [vol] if vol.ndim == 3 else [vol[..., c] for c in range(vol.shape[-1])]
     h, w = plane.size
     z = plane.zoom

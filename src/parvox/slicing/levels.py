@@ -5,7 +5,9 @@ A plane is always given in level-0 voxel coordinates. Level ``k`` of a store
 at ``(j + 0.5) * 2**k - 0.5`` of level 0, so a level-0 point ``p`` is the level-k point
 ``(p + 0.5) / 2**k - 0.5``. :func:`plane_at_level` maps a plane that way (its directions,
 step, size and zoom stay in mm and pixels), so a slice at level ``k`` equals
-``map_coordinates(order=1)`` on the level-k array at the same physical sample points.
+``map_coordinates(order=1)`` on the level-k array at the same physical sample points. The
+levels of a label store are subsampled (voxel ``j`` is level-0 voxel ``j * 2**k``), so there a
+level-0 point ``p`` is the level-k point ``p / 2**k`` (``labels=True``).
 
 ``level="auto"`` (:func:`auto_level`) takes the coarsest level whose voxel is not larger than
 the slice's sample step, a voxel's size being its smallest side (so the default step, the
@@ -73,24 +75,41 @@ def auto_level(spacing: tuple[float, float, float], step: float, nlevels: int) -
     return k
 
 
-def plane_at_level(plane: Plane, level: int) -> Plane:
-    """``plane`` (level-0 voxel coordinates) in the voxel coordinates of level ``level``."""
+def plane_at_level(plane: Plane, level: int, labels: bool = False) -> Plane:
+    """``plane`` (level-0 voxel coordinates) in the voxel coordinates of level ``level``.
+
+    ``labels``: the level is a label store's, subsampled (its voxel ``j`` is level-0 voxel
+    ``j * 2**k``), so a level-0 point ``p`` is the level-k point ``p / 2**k``.
+
+    Examples
+    --------
+    >>> p = Plane(center=(8, 8, 8), u=(0, 0, 1), v=(0, 1, 0), size=(4, 4), sampling="nearest")
+    >>> plane_at_level(p, 2, labels=True).center
+    (2.0, 2.0, 2.0)
+    """
     if level == 0:
         return plane
     f = float(1 << int(level))
     spacing = tuple(s * f for s in plane.spacing)
-    center = tuple((c + 0.5) / f - 0.5 for c in plane.center)
+    if labels:
+        center = tuple(c / f for c in plane.center)
+    else:
+        center = tuple((c + 0.5) / f - 0.5 for c in plane.center)
     # u and v are unit directions in mm; the constructor takes voxel-index directions
     u = tuple(np.asarray(plane.u) / np.asarray(spacing))
     v = tuple(np.asarray(plane.v) / np.asarray(spacing))
-    return Plane(center, u, v, plane.size, plane.step, plane.zoom, spacing)  # type: ignore[arg-type]
+    return Plane(center, u, v, plane.size, plane.step, plane.zoom, spacing,  # type: ignore[arg-type]
+                 plane.sampling)
 
 
-def reference_level_slice(volume: np.ndarray, plane: Plane, level: int) -> np.ndarray:
+def reference_level_slice(
+    volume: np.ndarray, plane: Plane, level: int, labels: bool = False
+) -> np.ndarray:
     """Serial reference of a slice at pyramid level ``level`` of ``volume`` (level 0):
     :func:`~parvox.slicing.reference_slice` of :func:`plane_at_level` on
-    :func:`~parvox.volume.pyramid.downsample` (float64, unrounded)."""
+    :func:`~parvox.volume.pyramid.downsample` (``labels``: a label store's levels)."""
     from parvox.slicing.extract import reference_slice
     from parvox.volume.pyramid import downsample
 
-    return reference_slice(downsample(volume, level), plane_at_level(plane, level))
+    return reference_slice(downsample(volume, level, labels=labels),
+                           plane_at_level(plane, level, labels=labels))

@@ -2,7 +2,8 @@
 
 The parameters are those of the command's options and the HTTP query: ``center=z,y,x`` (voxel
 indices), either ``u=z,y,x`` and ``v=z,y,x`` or ``normal=z,y,x`` with an optional
-``up=z,y,x``, ``size=H,W``, ``step=S`` (mm) and ``zoom=Z``. Every error is a
+``up=z,y,x``, ``size=H,W``, ``step=S`` (mm) and ``zoom=Z``, and, optional beside them,
+``sampling=linear|nearest`` (:data:`~parvox.slicing.SAMPLINGS`). Every error is a
 :class:`~parvox.errors.ParameterError` whose :attr:`~parvox.errors.ParameterError.param` is the
 parameter's name as listed in :data:`PLANE_PARAMS` (``"u,v"`` for parallel vectors); each front
 end turns that name into its own spelling (``--u``, ``?u=``).
@@ -137,7 +138,8 @@ def parse_plane(
     Parameters
     ----------
     params : mapping of str to str or None
-        A missing key and a ``None`` value both mean "not given"; other keys are ignored.
+        A missing key and a ``None`` value both mean "not given"; other keys than those of
+        :data:`PLANE_PARAMS` and ``sampling`` are ignored.
     spacing : (z, y, x)
         The volume's voxel size (mm).
     max_size : int
@@ -174,9 +176,11 @@ def parse_plane(
             f"size x zoom^2 must be at most {max_samples} samples, got {size[0]}x{size[1]}x{zoom}^2",
         )
     sp = tuple(float(s) for s in spacing)
+    sampling = (params.get("sampling") or "linear").lower()
     if normal is not None:
-        return Plane.from_normal(center, normal, size, up=up, step=step, zoom=zoom, spacing=sp)
-    return Plane(_triple(center), _triple(u), _triple(v), size, step, zoom, _triple(sp))
+        return Plane.from_normal(center, normal, size, up=up, step=step, zoom=zoom, spacing=sp,
+                                 sampling=sampling)
+    return Plane(_triple(center), _triple(u), _triple(v), size, step, zoom, _triple(sp), sampling)
 
 
 def _triple(values: Sequence[float] | None) -> tuple[float, float, float]:

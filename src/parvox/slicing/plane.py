@@ -17,6 +17,12 @@ samples form a regular grid of ``H*Z x W*Z`` points with step ``s`` centred on `
 pixel averages one ``Z x Z`` block of it. Samples outside the volume (any coordinate outside
 ``[0, n-1]``) are 0, as in ``scipy.ndimage.map_coordinates(order=1, mode='constant')``.
 
+Sampling: ``"linear"`` (the default) is the trilinear interpolation above; ``"nearest"`` takes
+the voxel nearest to each sample, ``floor(p + 0.5)`` per axis (halves round up), in the
+volume's own dtype, so integer ids stay exact (label stores are always sampled so). A nearest
+pixel is never a mean: the plane folds its zoom into its step (zoom ``Z`` at step ``s`` is
+zoom 1 at step ``Z*s``, whose samples are the zoomed pixels' centres).
+
 Normal form: :meth:`Plane.from_normal` takes a normal ``n`` and an optional ``up`` (both in
 voxel-index space, converted to physical space like ``u`` and ``v``). The image's down
 direction is ``v = -(up - (up . n) n)`` normalised (``up`` points to the top of the image) and
@@ -37,6 +43,7 @@ array([10. , 19. , 28.5])
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 from collections.abc import Sequence
@@ -46,10 +53,12 @@ import numpy as np
 
 from parvox.errors import ParameterError
 
-__all__ = ["MAX_SIZE", "MAX_ZOOM", "Plane"]
+__all__ = ["MAX_SIZE", "MAX_ZOOM", "SAMPLINGS", "Plane"]
 
 MAX_SIZE = 8192
 MAX_ZOOM = 16
+#: how a plane samples the volume: trilinear interpolation or the nearest voxel
+SAMPLINGS = ("linear", "nearest")
 
 
 def _vec(value: Any, name: str) -> np.ndarray:
@@ -79,6 +88,13 @@ def _int(value: Any, param: str, name: str, lo: int, hi: int) -> int:
     return int(value)
 
 
+def _check_sampling(sampling: Any) -> None:
+    if sampling not in SAMPLINGS:
+        raise ParameterError(
+            "sampling", f"sampling must be one of {', '.join(SAMPLINGS)}, got {sampling!r}"
+        )
+
+
 @dataclasses.dataclass(frozen=True)
 class Plane:
     """A validated slice request.
@@ -98,6 +114,9 @@ class Plane:
         Zoom factor ``Z`` in ``[1, 16]``; a pixel averages ``Z x Z`` samples ``step`` apart.
     spacing : (z, y, x)
         Voxel size in mm (the volume's).
+    sampling : {"linear", "nearest"}
+        Trilinear interpolation, or the nearest voxel in the volume's dtype (then ``zoom`` is
+        folded into ``step``: the plane reads ``zoom == 1``, ``step`` times the zoom asked).
 
     Raises
     ------
@@ -116,8 +135,10 @@ class Plane:
     step: float | None = None
     zoom: int = 1
     spacing: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    sampling: str = "linear"
 
     def __post_init__(self) -> None:
+        _check_sampling(self.sampling)
         spacing = _vec(self.spacing, "spacing")
         if np.any(spacing <= 0):
             raise ParameterError("spacing", f"spacing must be positive, got {self.spacing!r}")
@@ -157,6 +178,34 @@ class Plane:
         object.__setattr__(self, "step", step)
         object.__setattr__(self, "zoom", zoom)
         object.__setattr__(self, "spacing", tuple(float(c) for c in spacing))
+        if self.sampling == "nearest":
+            self._fold_zoom()
+
+    def _fold_zoom(self) -> None:
+        """Nearest sampling: zoom ``Z`` at step ``s`` becomes zoom 1 at step ``Z*s``."""
+        if self.zoom > 1:
+            object.__setattr__(self, "step", float(self.step) * self.zoom)  # type: ignore[arg-type]
+            object.__setattr__(self, "zoom", 1)
+
+    def with_sampling(self, sampling: str) -> Plane:
+        """This plane sampled ``sampling`` (the same geometry, bit for bit; nearest folds the
+        zoom into the step).
+
+        Examples
+        --------
+        >>> p = Plane(center=(5, 5, 5), u=(0, 0, 1), v=(0, 1, 0), size=(4, 4), zoom=2)
+        >>> q = p.with_sampling("nearest")
+        >>> q.sampling, q.zoom, q.step
+        ('nearest', 1, 2.0)
+        """
+        _check_sampling(sampling)
+        if sampling == self.sampling:
+            return self
+        out = copy.copy(self)
+        object.__setattr__(out, "sampling", sampling)
+        if sampling == "nearest":
+            out._fold_zoom()
+        return out
 
     @classmethod
     def from_normal(
@@ -168,6 +217,7 @@ class Plane:
         step: float | None = None,
         zoom: int = 1,
         spacing: Sequence[float] = (1.0, 1.0, 1.0),
+        sampling: str = "linear",
     ) -> Plane:
         """A plane through ``center`` with ``normal`` and optional ``up`` (module docstring).
 
@@ -201,7 +251,7 @@ class Plane:
         # back to voxel-index directions; the constructor re-applies the spacing
         return cls(
             _triple(_vec(center, "center")), _triple(right / sp), _triple(down / sp), size, step,
-            zoom, _triple(sp),
+            zoom, _triple(sp), sampling,
         )  # fmt: skip
 
     # -- derived geometry ------------------------------------------------------------------

@@ -8,6 +8,13 @@ these sums (in extent order, so the result does not depend on the rank count) an
 ``Z*Z``. Samples outside ``[0, n-1]`` in any axis are 0, as in
 ``scipy.ndimage.map_coordinates(order=1, mode='constant', cval=0)``.
 
+A plane sampled ``"nearest"`` (:class:`~parvox.slicing.Plane`; label stores always are) has
+its own kernel: each owned sample takes voxel ``floor(p + 0.5)``, which is ``floor(p)`` or
+``floor(p) + 1`` per axis and so in the same extent; the values are the voxels in the volume's
+dtype (:func:`values_dtype`), exact for any integer id (copied as unsigned integers of the
+same size, so four compiled variants serve every dtype), and a zoom is folded into the step
+(one sample per pixel), so the parts are always disjoint.
+
 The kernel is ``numba.njit(nogil=True, cache=True)``: it releases the GIL, so reads in the
 I/O threads overlap it. One call extracts a whole batch of extents
 (:meth:`PartExtractor.extract_many`, a :class:`PartBatch` back): it reaches each block through
@@ -31,6 +38,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import Any
 
 import numba
 import numpy as np
@@ -50,6 +58,7 @@ __all__ = [
     "merge_parts",
     "new_rows",
     "place_rows",
+    "values_dtype",
 ]
 
 
@@ -63,8 +72,9 @@ class Part:
         Linear index of the extent (orders the merge).
     index : ndarray of int64
         Flat output pixel indices ``i * W + j``, unique within the part.
-    values : ndarray of float32, shape (n, C)
-        Sum of the pixel's samples that lie in the extent.
+    values : ndarray, shape (n, C)
+        Sum of the pixel's samples that lie in the extent (float32), or with nearest
+        sampling the pixel's voxel (the volume's dtype).
     """
 
     extent: int
@@ -85,8 +95,8 @@ class PartBatch:
         pixels were written in place).
     index : ndarray of int64, shape (counts.sum(),)
         The parts' flat pixel indices, extent after extent.
-    values : ndarray of float32, shape (counts.sum(), C)
-        The parts' values, likewise.
+    values : ndarray, shape (counts.sum(), C)
+        The parts' values, likewise (float32, or the volume's dtype with nearest sampling).
 
     Examples
     --------
@@ -101,16 +111,19 @@ class PartBatch:
     values: np.ndarray
 
     @classmethod
-    def from_parts(cls, parts: Sequence[Part], channels: int = 1) -> PartBatch:
-        """The batch of ``parts`` (``channels`` gives the values' width when there are none)."""
+    def from_parts(
+        cls, parts: Sequence[Part], channels: int = 1, dtype: Any = np.float32
+    ) -> PartBatch:
+        """The batch of ``parts``, values in ``dtype`` (``channels`` gives the values' width
+        when there are none)."""
         if not parts:
             return cls(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64),
-                       np.empty((0, channels), np.float32))
+                       np.empty((0, channels), dtype))
         return cls(
             np.asarray([p.extent for p in parts], dtype=np.int64),
             np.asarray([p.index.size for p in parts], dtype=np.int64),
             np.concatenate([np.asarray(p.index, np.int64) for p in parts]),
-            np.concatenate([np.asarray(p.values, np.float32) for p in parts]),
+            np.concatenate([np.asarray(p.values, dtype) for p in parts]),
         )
 
     @classmethod
@@ -173,6 +186,28 @@ def _narrow(base, d, low, high, la, lb):  # pragma: no cover
 
 
 @numba.njit(nogil=True, cache=True, inline="always")
+def _row_span(b0, b1, b2, d0, d1, d2, lo, hi, last, l0, l1):  # pragma: no cover
+    """The samples ``[first, stop)`` of a row (``b + l * d``, ``l`` in ``[l0, l1)``) that the
+    extent owns (empty: ``first >= stop``)."""
+    # conservative l interval of this row from the three slab constraints
+    la, lb = np.float64(l0), np.float64(l1 - 1)
+    la, lb = _narrow(b0, d0, lo[0], min(hi[0], last[0]), la, lb)
+    la, lb = _narrow(b1, d1, lo[1], min(hi[1], last[1]), la, lb)
+    la, lb = _narrow(b2, d2, lo[2], min(hi[2], last[2]), la, lb)
+    if la > lb:
+        return 0, 0
+    # Each p is monotonic in l, so the owned samples of the row form one interval: trim
+    # the conservative ends to it exactly.
+    first = int(la)
+    stop = int(lb) + 1
+    while first < stop and not _owned(b0, b1, b2, d0, d1, d2, first, lo, hi, last):
+        first += 1
+    while stop > first and not _owned(b0, b1, b2, d0, d1, d2, stop - 1, lo, hi, last):
+        stop -= 1
+    return first, stop
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
 def _extent_samples(
     blk, nch, strides, lo, hi, last, prm, k0, k1, l0, l1, zoom, width, out, index, values, m
 ):  # pragma: no cover
@@ -196,21 +231,7 @@ def _extent_samples(
         b0 = prm[0] + kf * prm[3]
         b1 = prm[1] + kf * prm[4]
         b2 = prm[2] + kf * prm[5]
-        # conservative l interval of this row from the three slab constraints
-        la, lb = np.float64(l0), np.float64(l1 - 1)
-        la, lb = _narrow(b0, d0, lo[0], min(hi[0], last[0]), la, lb)
-        la, lb = _narrow(b1, d1, lo[1], min(hi[1], last[1]), la, lb)
-        la, lb = _narrow(b2, d2, lo[2], min(hi[2], last[2]), la, lb)
-        if la > lb:
-            continue
-        # Each p is monotonic in l, so the owned samples of the row form one interval: trim
-        # the conservative ends to it exactly.
-        first = int(la)
-        stop = int(lb) + 1
-        while first < stop and not _owned(b0, b1, b2, d0, d1, d2, first, lo, hi, last):
-            first += 1
-        while stop > first and not _owned(b0, b1, b2, d0, d1, d2, stop - 1, lo, hi, last):
-            stop -= 1
+        first, stop = _row_span(b0, b1, b2, d0, d1, d2, lo, hi, last, l0, l1)
         for li in range(first, stop):
             lf = np.float64(li)
             p0 = b0 + lf * d0
@@ -297,6 +318,63 @@ def _extract_kernel(
     return m
 
 
+@numba.njit(nogil=True, cache=True)
+def _extent_nearest(
+    blk, nch, strides, lo, hi, last, prm, k0, k1, l0, l1, width, out, index, values, m
+):  # pragma: no cover
+    # Zoom 1, nearest voxel floor(p + 0.5) of each owned sample (floor(p) or floor(p) + 1 per
+    # axis: both in the extent thanks to its overlap voxel), copied in the volume's dtype.
+    # Arguments as _extent_samples'; writes into out's rows when out is not empty.
+    sz, sy, sx = strides
+    d0, d1, d2 = prm[6], prm[7], prm[8]
+    last = (last[0], last[1], last[2])
+    into = out.shape[0] > 0
+    ilo0, ilo1, ilo2 = int(lo[0]), int(lo[1]), int(lo[2])
+    for k in range(k0, k1):
+        kf = np.float64(k)
+        b0 = prm[0] + kf * prm[3]
+        b1 = prm[1] + kf * prm[4]
+        b2 = prm[2] + kf * prm[5]
+        first, stop = _row_span(b0, b1, b2, d0, d1, d2, lo, hi, last, l0, l1)
+        for li in range(first, stop):
+            lf = np.float64(li)
+            q = ((int(np.floor(b0 + lf * d0 + 0.5)) - ilo0) * sz
+                 + (int(np.floor(b1 + lf * d1 + 0.5)) - ilo1) * sy
+                 + (int(np.floor(b2 + lf * d2 + 0.5)) - ilo2) * sx)  # fmt: skip
+            row = k * width + li
+            if into:
+                for c in range(nch):
+                    out[row, c] = blk[q + c]
+            else:
+                index[m] = row
+                for c in range(nch):
+                    values[m, c] = blk[q + c]
+                m += 1
+    return m
+
+
+@numba.njit(nogil=True, cache=True)
+def _nearest_kernel(
+    addresses, like, slot, bounds, ranges, last, prm, width, out, index, values, counts
+):  # pragma: no cover
+    # _extract_kernel for nearest sampling (zoom 1): values and out in the blocks' dtype.
+    nch = slot[3]
+    size = slot[0] * slot[1] * slot[2] * nch
+    strides = (slot[1] * slot[2] * nch, slot[2] * nch, nch)
+    m = 0
+    for e in range(addresses.size):
+        blk = numba.carray(_as_pointer(addresses[e]), (size,), like.dtype)  # type: ignore[call-arg]
+        lo = (bounds[e, 0], bounds[e, 1], bounds[e, 2])
+        hi = (bounds[e, 3], bounds[e, 4], bounds[e, 5])
+        k0, k1, l0, l1 = ranges[e, 0], ranges[e, 1], ranges[e, 2], ranges[e, 3]
+        start = m
+        if k0 < k1 and l0 < l1:
+            m = _extent_nearest(blk, nch, strides, lo, hi, last, prm, k0, k1, l0, l1, width,
+                                out, index, values, m)
+        counts[e] = m - start
+    return m
+
+
 def extract_part(
     block: np.ndarray,
     key: tuple[int, int, int],
@@ -345,13 +423,23 @@ class PartExtractor:
     layout : Layout
     plane : Plane
     out : ndarray, optional
-        Zoom 1 only: write the parts into these slice rows (``(H*W, C)`` float32) instead
-        of returning them.
+        Zoom 1 only: write the parts into these slice rows (``(H*W, C)``, of
+        :func:`values_dtype`) instead of returning them.
+    dtype : dtype, optional
+        The volume's dtype: that of the values of a nearest plane's empty batches (the values
+        of a batch of blocks have the blocks' dtype); ``out``'s, or float32, by default.
     """
 
-    def __init__(self, layout: Layout, plane: Plane, out: np.ndarray | None = None) -> None:
+    def __init__(
+        self, layout: Layout, plane: Plane, out: np.ndarray | None = None, dtype: Any = None
+    ) -> None:
         if out is not None and plane.zoom != 1:
             raise ValueError("out: parts are written in place only with zoom 1")
+        if dtype is None:
+            dtype = np.float32 if out is None else out.dtype
+        #: nearest sampling: the values are the blocks' own voxels, in their dtype
+        self.nearest = plane.sampling == "nearest"
+        self.dtype = values_dtype(plane, dtype)
         self.layout = layout
         self.plane = plane
         self.params = plane.kernel_params()
@@ -394,7 +482,9 @@ class PartExtractor:
             raise ValueError(f"blocks: {len(blocks)} blocks for {n} keys")
         ranges = np.ascontiguousarray(np.asarray(ranges, dtype=np.int64).reshape(4, n).T)
         if n == 0:
-            return PartBatch.from_parts([], 1 if self.out is None else self.out.shape[1])
+            return PartBatch.from_parts(
+                [], 1 if self.out is None else self.out.shape[1], self.dtype
+            )
         blocks = [self._checked(b, blocks[0]) for b in blocks]  # keeps the copies alive
         nch = 1 if blocks[0].ndim == 3 else blocks[0].shape[3]
         lo = keys * self.extent
@@ -402,16 +492,27 @@ class PartExtractor:
         addresses = np.fromiter(
             (b.__array_interface__["data"][0] for b in blocks), dtype=np.intp, count=n
         )
-        out = self.out if self.out is not None else np.empty((0, nch), np.float32)
+        vtype = blocks[0].dtype if self.nearest else np.dtype(np.float32)
+        out = self.out if self.out is not None else np.empty((0, nch), vtype)
+        if out.dtype != vtype:
+            raise ValueError(f"out: rows must be {vtype} for these blocks, got {out.dtype}")
         cap = self._capacity(ranges)
         index = np.empty(cap, np.int64)
-        values = np.empty((cap, nch), np.float32)
+        values = np.empty((cap, nch), vtype)
         counts = np.empty(n, np.int64)
-        m = _extract_kernel(
-            addresses, np.empty(0, blocks[0].dtype), np.asarray((*self.slot, nch), np.int64),
-            bounds.astype(np.float64), ranges, self.last, self.params, self.plane.zoom,
-            self.plane.size[1], out, index, values, counts,
-        )  # fmt: skip
+        like = np.empty(0, blocks[0].dtype)
+        slot = np.asarray((*self.slot, nch), np.int64)
+        width = self.plane.size[1]
+        if self.nearest:  # a copy of the voxels' bits: one compiled kernel per item size
+            bits = np.dtype(f"u{vtype.itemsize}")
+            m = _nearest_kernel(addresses, np.empty(0, bits), slot, bounds.astype(np.float64),
+                                ranges, self.last, self.params, width, out.view(bits), index,
+                                values.view(bits), counts)
+        else:
+            m = _extract_kernel(
+                addresses, like, slot, bounds.astype(np.float64), ranges, self.last,
+                self.params, self.plane.zoom, width, out, index, values, counts,
+            )  # fmt: skip
         extents = self.layout.linear_index(keys[:, 0], keys[:, 1], keys[:, 2])
         return PartBatch(extents, counts, index[:m], values[:m])
 
@@ -441,10 +542,25 @@ class PartExtractor:
         return int(np.sum(rows[live]))
 
 
-def new_rows(plane: Plane, channels: int) -> np.ndarray:
-    """Zeroed float32 rows ``(H*W, channels)`` of a slice, for in-place extraction."""
+def values_dtype(plane: Plane, dtype: Any) -> np.dtype:
+    """The dtype of the values of ``plane``'s parts for a volume of ``dtype``: the volume's own
+    with nearest sampling (exact ids), float32 otherwise.
+
+    Examples
+    --------
+    >>> from parvox.slicing import Plane
+    >>> p = Plane(center=(4, 4, 4), u=(0, 0, 1), v=(0, 1, 0), size=(2, 2))
+    >>> values_dtype(p, "uint64"), values_dtype(p.with_sampling("nearest"), "uint64")
+    (dtype('float32'), dtype('uint64'))
+    """
+    return np.dtype(dtype) if plane.sampling == "nearest" else np.dtype(np.float32)
+
+
+def new_rows(plane: Plane, channels: int, dtype: Any = np.float32) -> np.ndarray:
+    """Zeroed rows ``(H*W, channels)`` of a slice, for in-place extraction (``dtype``: float32,
+    or the volume's for nearest sampling, see :func:`values_dtype`)."""
     h, w = plane.size
-    return np.zeros((h * w, channels), dtype=np.float32)
+    return np.zeros((h * w, channels), dtype=dtype)
 
 
 @numba.njit(nogil=True, cache=True)
@@ -458,11 +574,14 @@ def _place_rows(out, index, values):  # pragma: no cover (jit)
 
 
 def place_rows(out: np.ndarray, index: np.ndarray, values: np.ndarray) -> None:
-    """``out[index] = values`` (rows of a zoom-1 slice; NumPy's fancy assignment is slower)."""
-    _place_rows(out, np.asarray(index, np.int64), np.asarray(values, np.float32))
+    """``out[index] = values`` (rows of a zoom-1 slice; NumPy's fancy assignment is slower);
+    ``values`` are cast to ``out``'s dtype."""
+    _place_rows(out, np.asarray(index, np.int64), np.asarray(values, out.dtype))
 
 
-def merge_parts(parts: list[Part], plane: Plane, channels: int = 1) -> np.ndarray:
+def merge_parts(
+    parts: list[Part], plane: Plane, channels: int = 1, dtype: Any = np.float32
+) -> np.ndarray:
     """Merge the parts into the slice and divide by ``zoom**2``.
 
     Without zoom the parts are disjoint and are simply placed. With zoom a pixel's sums from
@@ -471,15 +590,16 @@ def merge_parts(parts: list[Part], plane: Plane, channels: int = 1) -> np.ndarra
 
     Returns
     -------
-    ndarray of float32
-        ``(H, W)`` or ``(H, W, channels)``: the unrounded slice.
+    ndarray of ``dtype``
+        ``(H, W)`` or ``(H, W, channels)``: the unrounded slice (float32), or with nearest
+        sampling the voxels (``dtype``: the volume's, see :func:`values_dtype`).
     """
     h, w = plane.size
-    out = new_rows(plane, channels)
+    out = new_rows(plane, channels, dtype)
     if plane.zoom == 1:  # disjoint: place all parts with one scatter, in any order
         if parts:
             index = np.concatenate([p.index for p in parts])
-            _place_rows(out, index, np.concatenate([p.values for p in parts]))
+            place_rows(out, index, np.concatenate([p.values for p in parts]))
     else:
         parts = sorted((p for p in parts if p.index.size), key=lambda p: p.extent)
         if parts:
@@ -506,7 +626,7 @@ def finish_slice(raw: np.ndarray, dtype: np.dtype | str) -> np.ndarray:
     array([  0, 255, 255], dtype=uint8)
     """
     dt = np.dtype(dtype)
-    if dt.kind == "f":
+    if dt.kind == "f" or raw.dtype == dt:  # (nearest sampling: already the voxels)
         return raw.astype(dt, copy=False)
     info = np.iinfo(dt)
     hi = float(info.max)

@@ -45,9 +45,9 @@ import numpy as np
 
 from parvox.comm import get_comm
 from parvox.slicing.extents import cut_extents
-from parvox.slicing.levels import AUTO, auto_level, parse_level
+from parvox.slicing.levels import AUTO, auto_level, parse_level, plane_at_level
 from parvox.slicing.plane import Plane
-from parvox.slicing.resample import PartBatch, PartExtractor
+from parvox.slicing.resample import PartBatch, PartExtractor, values_dtype
 from parvox.volume.cache import DEFAULT_CACHE_BYTES, ExtentReader
 from parvox.volume.config import DiskMap, resolve_disk_map
 from parvox.volume.store import VolumeStore
@@ -217,7 +217,8 @@ class SliceSource:
         k = parse_level(level)
         top = self.nlevels
         if k == AUTO:
-            return auto_level(self.store.manifest.spacing, float(plane.step or 0.0), top)
+            step = self.sampled(plane).step  # (a nearest plane's step holds its zoom)
+            return auto_level(self.store.manifest.spacing, float(step or 0.0), top)
         assert isinstance(k, int)
         if k >= top:
             raise ValueError(f"level must be 'auto' or in [0, {top - 1}] for this store, got {k}")
@@ -257,6 +258,27 @@ class SliceSource:
         with self._levels_lock:
             return [self.reader] + [src.reader for src in self._levels.values()]
 
+    @property
+    def labels(self) -> bool:
+        """Whether the store holds labels (``content: "labels"``): ids sampled nearest."""
+        return self.meta.content == "labels"
+
+    def sampled(self, plane: Plane) -> Plane:
+        """``plane`` as this store samples it: a label store always nearest (ids are never
+        interpolated), any other store as the plane asks."""
+        return plane.with_sampling("nearest") if self.labels else plane
+
+    def level_plane(self, plane: Plane, level: int) -> Plane:
+        """``plane`` (level-0 voxel coordinates) as :meth:`sampled`, in the voxel coordinates
+        of level ``level`` (:func:`~parvox.slicing.levels.plane_at_level`; a label store's
+        levels are subsampled)."""
+        return plane_at_level(self.sampled(plane), level, labels=self.labels)
+
+    def values_dtype(self, plane: Plane) -> np.dtype:
+        """The dtype of the slice of a :meth:`level_plane`: float32, or this volume's for
+        nearest sampling (:func:`~parvox.slicing.values_dtype`)."""
+        return values_dtype(plane, self.meta.dtype)
+
     def plane(self, **kwargs: Any) -> Plane:
         """A :class:`Plane` with this volume's spacing (``normal=`` selects the normal form)."""
         kwargs.setdefault("spacing", self.meta.spacing)
@@ -293,7 +315,7 @@ class SliceSource:
         With ``out`` (zoom 1: the slice's rows from :func:`~parvox.slicing.new_rows`) the
         pixels are written there and the batch is empty.
         """
-        extractor = PartExtractor(self.layout, plane, out)
+        extractor = PartExtractor(self.layout, plane, out, self.meta.dtype)
         return extract_blocks(extractor, blocks, keys, ranges, self._pool)
 
     def read(self, keys: np.ndarray) -> list[tuple[Key, np.ndarray]]:
