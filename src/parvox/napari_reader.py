@@ -10,7 +10,8 @@ shapes) and RGB stores open with ``rgb=True``.
 
 A store whose manifest says ``"content": "labels"`` opens as a Labels layer, every level: a
 label store's levels are subsampled, never averaged (:mod:`parvox.volume.pyramid`), so they
-hold its ids. :func:`parvox.volume.ingest_array` writes the marker with ``labels=True``.
+hold its ids. ``parvox label`` writes the marker on a store it writes, as do ``parvox ingest
+--labels``, :func:`parvox.io.write` and :func:`parvox.volume.ingest_array` with ``labels=True``.
 
 A URL (``http://`` or ``https://``: ``parvox serve``'s root, its ``/precomputed``, or any
 Neuroglancer precomputed source with raw or jpeg chunks) opens the same way from the source's

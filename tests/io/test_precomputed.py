@@ -3,6 +3,8 @@ static export at 1 and 3 ranks read back by tensorstore (``file://``) and parvox
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -175,3 +177,54 @@ def test_parvox_export_writes_a_store_as_precomputed_with_its_levels(tmp_path, c
         cli.main(["export", str(f64), str(tmp_path / "f.ng"), "--format", "precomputed"])
     assert exit_.value.code == 2 and not (tmp_path / "f.ng").exists()
     assert "argument --format: dtype: float64 has no Neuroglancer" in capsys.readouterr().err
+
+
+def test_labels_are_marked_and_their_levels_subsampled_in_every_levelled_format(tmp_path, capsys):
+    """``io.write(..., labels=True)``: a store is marked as labels, a precomputed volume is a
+    segmentation, and the levels of every format pick ids (``downsample(labels=True)``, the
+    serial reference) instead of averaging them; ``parvox label`` and ``parvox ingest
+    --labels`` write such stores; non-integer ids are refused naming ``labels``."""
+    from mpi4py import MPI
+
+    from parvox import cli, io
+    from parvox.distarray import DistArray
+    from parvox.errors import AllRanksValueError
+    from parvox.volume import VolumeStore
+    from parvox.volume.pyramid import downsample
+
+    ids = np.random.default_rng(4).integers(2**33, 2**33 + 5, (9, 10, 11)).astype(np.int64)
+    ids[::3] = 0
+    d = DistArray.from_global(ids, comm=MPI.COMM_SELF)
+    for name, fmt in [("l.store", None), ("l.ome.zarr", None), ("l.ng", "precomputed")]:
+        if fmt == "precomputed":
+            d32 = DistArray.from_global(ids.astype(np.uint32), comm=MPI.COMM_SELF)
+            io.write(d32, tmp_path / name, format=fmt, levels=2, labels=True, chunks=4)
+            ref = ids.astype(np.uint32)
+        else:
+            io.write(d, tmp_path / name, levels=2, labels=True, chunks=4)
+            ref = ids
+        for k in range(3):
+            got = io.read(tmp_path / name, level=k, comm=MPI.COMM_SELF).allgather()
+            np.testing.assert_array_equal(got, downsample(ref, k, labels=True), err_msg=name)
+    assert VolumeStore(tmp_path / "l.store").meta.content == "labels"
+    info = json.loads((tmp_path / "l.ng" / "info").read_text())
+    assert info["type"] == "segmentation"
+    for array, labels in [(d.astype(np.float32), True), (d, 1)]:
+        with pytest.raises(AllRanksValueError) as err:
+            io.write(array, tmp_path / "bad.store", labels=labels)
+        assert err.value.param == "labels"
+    assert not (tmp_path / "bad.store").exists()
+    # the CLI: label marks its store, ingest --labels marks its, a float SRC is refused
+    np.save(tmp_path / "mask.npy", (ids > 0).astype(np.uint8))
+    assert cli.main(["label", str(tmp_path / "mask.npy"), str(tmp_path / "lab.store")]) == 0
+    assert VolumeStore(tmp_path / "lab.store").meta.content == "labels"
+    np.save(tmp_path / "ids.npy", ids.astype(np.uint32))
+    assert cli.main(["ingest", str(tmp_path / "ids.npy"), str(tmp_path / "ing.store"),
+                     "--disks", "2", "--labels", "--no-progress"]) == 0
+    assert VolumeStore(tmp_path / "ing.store").meta.content == "labels"
+    np.save(tmp_path / "f.npy", ids.astype(np.float32))
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["ingest", str(tmp_path / "f.npy"), str(tmp_path / "f.store"), "--disks", "1",
+                  "--labels"])
+    assert exit_.value.code == 2 and not (tmp_path / "f.store").exists()
+    assert "--labels" in capsys.readouterr().err

@@ -223,15 +223,18 @@ def convert(args: argparse.Namespace, comm: Any) -> tuple[int, ...]:
     return shape
 
 
-def write_output(d: Any, args: argparse.Namespace) -> None:
+def write_output(d: Any, args: argparse.Namespace, *, labels: bool = False) -> None:
     """Write ``d`` to ``OUT`` in its format, with ``--levels``; collective, published atomically.
+
+    ``labels``: ``d`` holds object ids (a store is marked as labels, a precomputed volume is a
+    segmentation, pyramid levels are subsampled: :func:`parvox.io.write`).
     """
     fmt = getattr(args, "format", None)
     levels = getattr(args, "levels", 0) or 0
     if fmt == "png" or (fmt is None and _is_image(args.output) and levels == 0):
         io.write_distributed(d, args.output)
         return
-    io.write(d, args.output, format=fmt, levels=levels,
+    io.write(d, args.output, format=fmt, levels=levels, labels=labels,
              overwrite=bool(getattr(args, "overwrite", False)))
 
 

@@ -37,6 +37,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="configuration map (JSON/TOML) of rank -> disks")
     add_input_options(parser)
     add_store_options(parser)
+    parser.add_argument("--labels", action="store_true",
+                        help="SRC holds object ids (one channel of integers): the store is "
+                             "sliced by nearest voxel, served as exact ids, its levels "
+                             "subsampled")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing store")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -64,6 +68,13 @@ def validate(args: argparse.Namespace) -> None:
     if args.source.lower().endswith(".png"):
         raise UsageError("SRC", f"{args.source}: a store holds volumes; a PNG image is not one")
     check_in(args, "source", "SRC")  # recognised, --level one of its levels
+    if args.labels:
+        import numpy as np
+
+        src = _source(args)
+        if np.dtype(src.dtype).kind not in "iu" or len(src.shape) != 3:
+            raise UsageError("--labels", f"object ids are one channel of integers; {args.source} "
+                                         f"is {np.dtype(src.dtype)} of shape {tuple(src.shape)}")
     io.check_output_path(args.store, param="STORE", overwrite=args.overwrite, directory=True)
     for folder in args.dirs or ():
         io.check_output_path(folder, param="--disk-dirs", directory=True)
@@ -101,6 +112,7 @@ def run(args: argparse.Namespace) -> int:
         disk_dirs=args.dirs, disk_map=dmap, offset_y=args.offsets_t[0],
         offset_z=args.offsets_t[1], overwrite=args.overwrite,
         progress=not args.no_progress, comm=c, codec=args.codec, levels=args.levels,
+        labels=args.labels,
     )  # fmt: skip
     if c.Get_rank() == 0:
         from parvox.volume import VolumeStore

@@ -139,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
     fg, note = _foreground(d, args.threshold)
     structure = generate_binary_structure(len(shape), args.connectivity)
     labels, n = ndimage.label(fg, structure=structure)
-    write_output(labels, args)
+    write_output(labels, args, labels=True)
     if c.Get_rank() == 0:
         if note is not None:
             print(f"parvox label: {note}", flush=True)

@@ -122,6 +122,10 @@ class WriteOptions:
         Pyramid levels above level 0 (OME-Zarr, store).
     codec : str, optional
         Compression, for the formats that have it.
+    labels : bool
+        The array holds object ids: a store is marked ``content="labels"`` (sliced by nearest
+        voxel), a precomputed volume is a ``segmentation``, and every format's pyramid levels
+        are subsampled (each voxel an id of level 0) instead of averaged.
     """
 
     chunks: tuple[int, ...] | None = None
@@ -129,6 +133,7 @@ class WriteOptions:
     spacing: tuple[float, ...] | None = None
     levels: int = 0
     codec: str | None = None
+    labels: bool = False
 
 
 @runtime_checkable

@@ -232,6 +232,7 @@ def write(
     levels: int = 0,
     codec: str | None = None,
     spacing: Sequence[float] | None = None,
+    labels: bool = False,
     overwrite: bool = False,
     progress: Progress = False,
 ) -> None:
@@ -252,6 +253,10 @@ def write(
         A store's codec (:mod:`parvox.volume.codecs`).
     spacing : sequence of float, optional
         Voxel size (z, y, x) in mm (NIfTI, OME-Zarr, store).
+    labels : bool
+        ``d`` holds object ids (one channel of an integer dtype): a store is marked as labels
+        (the slice server samples it by nearest voxel and serves exact ids), a precomputed
+        volume is a ``segmentation``, and pyramid levels are subsampled, never averaged.
     overwrite : bool
         Replace an existing ``dest``.
     progress : bool or callable
@@ -262,7 +267,7 @@ def write(
     AllRanksValueError
         On every rank, naming the argument: ``dest`` (no directory, exists without
         ``overwrite``, a shape the format cannot hold), ``format``, ``dtype``, ``chunks``,
-        ``shards``, ``levels``.
+        ``shards``, ``levels``, ``labels``.
     """
     from parvox.distarray import DistArray
 
@@ -278,11 +283,16 @@ def write(
         fmt = dest_format(dest, format)
         if isinstance(levels, bool) or not isinstance(levels, int | np.integer) or levels < 0:
             raise ParameterError("levels", f"levels: expected an integer >= 0, got {levels!r}")
+        if not isinstance(labels, bool | np.bool_):
+            raise ParameterError("labels", f"labels: expected a bool, got {labels!r}")
+        if labels and (np.dtype(d.dtype).kind not in "iu" or len(d.shape) > 3):
+            raise ParameterError("labels", f"labels: object ids are one channel of an integer "
+                                 f"dtype, got {d.dtype} of shape {d.shape}")
         options = WriteOptions(
             chunks=parse_chunks(chunks, d.shape),
             shards=parse_chunks(shards, d.shape, "shards", clip=False),
             spacing=None if spacing is None else tuple(float(s) for s in spacing),
-            levels=int(levels), codec=codec,
+            levels=int(levels), codec=codec, labels=bool(labels),
         )
         writer_cls = FORMATS[fmt].writer
         if writer_cls is None:

@@ -243,7 +243,8 @@ class OmeZarrWriter(ZarrWriter):
 
 
     def build_levels(self, comm: Any, progress: Any = False) -> None:
-        """Levels 1..L, each the 2x2x2 block mean of the level below: the ranks share each
+        """Levels 1..L, each the 2x2x2 block mean of the level below (subsampled for
+        ``labels``): the ranks share each
         level's rows of shards (a row reads two rows of planes of the level below)."""
         import zarr
 
@@ -268,7 +269,7 @@ class OmeZarrWriter(ZarrWriter):
                     src = np.asarray(below[(slice(None), zs) if colour else zs])
                     if colour:
                         src = np.moveaxis(src, 0, -1)
-                    out = downsample(src, 1)
+                    out = downsample(src, 1, labels=self.options.labels)
                     if colour:
                         here[:, z0:z1] = np.moveaxis(out, -1, 0)
                     else:

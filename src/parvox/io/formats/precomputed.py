@@ -215,7 +215,8 @@ class PrecomputedWriter(ArrayWriter):
             scales.append({"key": key, "size": list(shape[::-1]), "voxel_offset": [0, 0, 0],
                            "resolution": resolution_nm([s * (1 << k) for s in spacing[:3]]),
                            "chunk_sizes": [list(self._chunk[::-1])], "encoding": "raw"})
-        info = {"@type": "neuroglancer_multiscale_volume", "type": "image",
+        info = {"@type": "neuroglancer_multiscale_volume",
+                "type": "segmentation" if self.options.labels else "image",
                 "data_type": data_type(self.dtype),
                 "num_channels": int(self.shape[3]) if len(self.shape) == 4 else 1,
                 "scales": scales}
@@ -237,7 +238,8 @@ class PrecomputedWriter(ArrayWriter):
                          self._channels())
 
     def build_levels(self, comm: Any, progress: Any = False) -> None:
-        """Scales 1..L, each the 2x2x2 block mean of the scale below: the ranks share each
+        """Scales 1..L, each the 2x2x2 block mean of the scale below (subsampled for
+        ``labels``): the ranks share each
         scale's rows of chunks (a row reads two rows of planes of the scale below)."""
         from parvox.comm import agree
         from parvox.decomposition import split_extent
@@ -256,7 +258,7 @@ class PrecomputedWriter(ArrayWriter):
                     z0, z1 = r * cz, min(shape[0], (r + 1) * cz)
                     zs = slice(2 * z0, min(2 * z1, shape_below[0]))
                     src = below.read_box((zs, *(slice(0, n) for n in shape_below[1:])), k - 1)
-                    out = downsample(src, 1)
+                    out = downsample(src, 1, labels=self.options.labels)
                     for clo, chi in chunk_boxes((z1 - z0, *shape[1:]), self._chunk):
                         _write_chunk(self.path, key, (clo[0] + z0, *clo[1:]),
                                      (chi[0] + z0, *chi[1:]), out[_box(clo, chi)],

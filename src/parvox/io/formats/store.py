@@ -170,7 +170,7 @@ class StoreArrayWriter(ArrayWriter):
         return new_meta(
             self.shape[:3], store_dtype(self.dtype), self.shape[3] if len(self.shape) == 4 else 1,
             o.spacing or (1.0, 1.0, 1.0), (o.chunks or DEFAULT_EXTENT)[:3],
-            codec=o.codec or "none", levels=o.levels,
+            codec=o.codec or "none", levels=o.levels, content="labels" if o.labels else "image",
         )  # fmt: skip
 
     @property
