@@ -304,11 +304,14 @@ def forward(image, starts, ends, shape, lo, vox, method, bound, out):  # pragma:
 
 
 @numba.njit(nogil=True, cache=True)
-def back(values, starts, ends, shape, lo, vox, method, bound, image):  # pragma: no cover
-    """Add ``values[i]`` times line ``i``'s weights into the flat ``image`` (the adjoint).
+def back(values, starts, ends, shape, lo, vox, method, bound, image, first, stop):
+    """Add ``values[i]`` times line ``i``'s weights into the flat ``image`` (the adjoint), for
+    the voxels ``first <= j < stop`` only.
 
-    Voxels get their terms in the order of the lines and of :func:`trace_rows`' pairs.
-    """
+    Voxels get their terms in the order of the lines and of :func:`trace_rows`' pairs, so
+    threads that own disjoint voxel ranges (each tracing every line) together write exactly
+    what one call over all voxels writes.
+    """  # pragma: no cover
     idx = np.empty(bound, np.int64)
     w = np.empty(bound, np.float64)
     for i in range(starts.shape[0]):
@@ -316,8 +319,14 @@ def back(values, starts, ends, shape, lo, vox, method, bound, image):  # pragma:
         if v == 0.0:
             continue
         n = _trace(method, starts, ends, i, shape, lo, vox, idx, w)
-        for k in range(n):
-            image[idx[k]] += w[k] * v
+        if first == 0 and stop == image.shape[0]:
+            for k in range(n):
+                image[idx[k]] += w[k] * v
+        else:
+            for k in range(n):
+                j = idx[k]
+                if j >= first and j < stop:
+                    image[j] += w[k] * v
 
 
 @numba.njit(nogil=True, cache=True)
