@@ -450,7 +450,7 @@ def em_update(image: np.ndarray, rows: Rows | Sequence[Rows], out: np.ndarray, *
     >>> r = trace_rows([[0, 0, -3.0]], [[0, 0, 3.0]], g, method="siddon")
     >>> c = np.zeros((1, 1, 2)); em_update(np.ones((1, 1, 2)), r, c), c.tolist()
     (1, [[[0.5, 0.5]]])
-    >>> from parvox.threads import ThreadTeam, resolve_threads
+    >>> from parvox.threads import ThreadTeam
     >>> c2 = np.zeros((1, 1, 2))
     >>> with ThreadTeam(2) as team:
     ...     em_update(np.ones((1, 1, 2)), [r, r], c2, team=team), c2.tolist()
