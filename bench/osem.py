@@ -33,6 +33,7 @@ Usage::
 
     python bench/osem.py --quick     # 15 000 events per subset, 1 round; under a minute
     python bench/osem.py             # 40 000 events per subset, 2 rounds; a few minutes
+    python bench/osem.py --quick --projectors   # only the projectors' line (issue 29)
 """
 
 from __future__ import annotations
@@ -103,7 +104,8 @@ def _data(events_per_subset: int, comm: Any) -> Any:
 
 
 def _throughput(acq: Any, comm: Any, n: int = 20000) -> dict[str, float]:
-    """LORs per second per rank (every rank busy at once), mean over ranks."""
+    """LORs per second per rank (every rank busy at once), mean over ranks: by wall time, and
+    by the rank's own CPU time (``name cpu``: what one core delivers, on a shared machine too)."""
     from mpi4py import MPI
 
     from parvox.recon import back_project, forward_project
@@ -115,21 +117,25 @@ def _throughput(acq: Any, comm: Any, n: int = 20000) -> dict[str, float]:
         rec = lm.read(first, min(n, lm.n_events))
     s, e = acq.scanner.lor_endpoints(rec["d1"], rec["d2"])
     image = np.ones(acq.grid.shape)
+    # back-projection adds into an image whose pages are mapped already, as OSEM's is: a fresh
+    # np.zeros image would time the kernel's first touch of 48 MiB of pages (sys time) too
+    back_image = np.ones(acq.grid.shape)
     kw = {"voxel_size": acq.grid.voxel_size, "origin": acq.grid.origin}
     out: dict[str, float] = {}
     for method in ("joseph", "siddon"):
         forward_project(image, s[:10], e[:10], method=method, **kw)  # load the kernels
         back_project(np.ones(10), s[:10], e[:10], acq.grid.shape, method=method, **kw)
         comm.Barrier()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         values = forward_project(image, s, e, method=method, **kw)
-        t_fwd = time.perf_counter() - t0
+        t_fwd, c_fwd = time.perf_counter() - t0, time.thread_time() - c0
         comm.Barrier()
-        t0 = time.perf_counter()
-        back_project(values, s, e, acq.grid.shape, method=method, **kw)
-        t_back = time.perf_counter() - t0
-        for name, t in ((f"{method} forward", t_fwd), (f"{method} back", t_back)):
+        t0, c0 = time.perf_counter(), time.thread_time()
+        back_project(values, s, e, acq.grid.shape, method=method, out=back_image, **kw)
+        t_back, c_back = time.perf_counter() - t0, time.thread_time() - c0
+        for name, t, c in ((f"{method} forward", t_fwd, c_fwd), (f"{method} back", t_back, c_back)):
             out[name] = comm.allreduce(len(s) / t, op=MPI.SUM) / size
+            out[f"{name} cpu"] = comm.allreduce(len(s) / max(c, 1e-9), op=MPI.SUM) / size
     return out
 
 
@@ -165,13 +171,21 @@ def _sequential_trace(acq: Any, comm: Any) -> dict[str, float]:
 
 
 def worker(events_per_subset: int, repeats: int, configs: list[str], report: str) -> None:
-    """Run on every rank under mpiexec; rank 0 writes the figures as JSON to ``report``."""
+    """Run on every rank under mpiexec; rank 0 writes the figures as JSON to ``report``.
+
+    No ``configs``: the projector throughput only.
+    """
     from mpi4py import MPI
 
     from parvox.recon import cached_sensitivity, osem
 
     comm = MPI.COMM_WORLD
     acq = _data(events_per_subset, comm)
+    if not configs:
+        figures = {"events": acq.info["events"], "throughput": _throughput(acq, comm)}
+        if comm.Get_rank() == 0:
+            Path(report).write_text(json.dumps(figures))
+        return
     sens, _, _ = cached_sensitivity(RESULTS, acq.scanner, acq.grid, method="joseph",
                                     progress_bar=True, comm=comm)  # shared by every event count
     figures: dict[str, Any] = {"events": acq.info["events"], "ranks": comm.Get_size(),
@@ -248,6 +262,8 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=None, help="events per subset")
     parser.add_argument("--repeats", type=int, default=None, help="rounds (default 2; quick 1)")
     parser.add_argument("--ranks", type=int, default=2, help="MPI ranks (default 2)")
+    parser.add_argument("--projectors", action="store_true",
+                        help="only the projector throughput (no OSEM runs)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--report", help=argparse.SUPPRESS)
     parser.add_argument("--configs", default=",".join(DEFAULT_CONFIGS),
@@ -255,7 +271,7 @@ def main() -> None:
     args = parser.parse_args()
     events = args.events or (15_000 if args.quick else 40_000)
     repeats = args.repeats or (1 if args.quick else 2)
-    configs = args.configs.split(",")
+    configs = [] if args.projectors else args.configs.split(",")
     unknown = [c for c in configs if c not in CONFIGS]
     if unknown:
         parser.error(f"argument --configs: unknown {unknown}; choose among {list(CONFIGS)}")
@@ -274,9 +290,32 @@ def main() -> None:
     report = RESULTS / f"figures-{events}-{args.ranks}.json"
     argv = [__file__, "--worker", "--events", str(events), "--repeats", str(repeats),
             "--report", str(report), "--configs", args.configs]
+    if args.projectors:
+        argv.append("--projectors")
     t0 = time.perf_counter()
     figures = run_worker_report(args.ranks, argv, report, echo=True)
+    if args.projectors:
+        print_projectors(figures["throughput"], args.ranks)
+        return
     report_figures(figures, events, repeats, args.ranks, time.perf_counter() - t0)
+
+
+#: issue 29's target per core, forward and back, both methods
+PROJECTOR_TARGET = 600_000
+
+
+def print_projectors(rates: dict[str, float], ranks: int) -> None:
+    """The projector table and the issue's ``projectors, LORs/s per core:`` line."""
+    load = os.getloadavg()
+    print(f"\nprojector throughput, LORs/s per core ({ranks} ranks, every rank busy; load "
+          f"{load[0]:.1f} on {os.cpu_count()} cores), by wall time / by the rank's CPU time:")
+    for name in ("joseph forward", "joseph back", "siddon forward", "siddon back"):
+        print(f"  {name:<16}{rates[name]:>12,.0f}{rates.get(name + ' cpu', float('nan')):>12,.0f}")
+    cpu = {name: rates.get(name + " cpu", rates[name]) for name in
+           ("joseph forward", "joseph back", "siddon forward", "siddon back")}
+    print(f"projectors, LORs/s per core: Joseph fwd/back {cpu['joseph forward']:,.0f}/"
+          f"{cpu['joseph back']:,.0f}, Siddon fwd/back {cpu['siddon forward']:,.0f}/"
+          f"{cpu['siddon back']:,.0f} (CPU time; target {PROJECTOR_TARGET:,})")
 
 
 def report_figures(figures: dict[str, Any], events: int, repeats: int, ranks: int,
@@ -288,9 +327,7 @@ def report_figures(figures: dict[str, Any], events: int, repeats: int, ranks: in
           f"~{figures['events'] // SUBSETS} events ({figures['events']} in all), {ranks} ranks, "
           f"{os.cpu_count()} cores, load {load[0]:.1f}; medians of {repeats} round(s); "
           f"{elapsed:.0f} s in all")
-    print("\nprojector throughput, LORs/s per core (every rank busy):")
-    for name, rate in figures["throughput"].items():
-        print(f"  {name:<16}{rate:>12,.0f}")
+    print_projectors(figures["throughput"], ranks)
     p = PHASES.index
     rows: dict[str, dict[str, float]] = {}
     print("\nper subset, ms (mean over ranks, median over rounds; overlap: subsets 1-9):")

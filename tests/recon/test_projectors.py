@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from parvox.errors import ParameterError
 from parvox.recon import ImageGrid, back_project, forward_project, trace_rows
 from parvox.recon.projectors import RowArena, em_update, trace_row_blocks
 
@@ -260,3 +261,31 @@ def test_bad_input_names_the_argument():
         back_project(np.ones(2), s, e, SHAPE, voxel_size=VOX)
     with pytest.raises(ValueError, match="out"):
         back_project(np.ones(3), s, e, SHAPE, voxel_size=VOX, out=np.zeros((2, 2, 2)))
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_threads_give_the_one_thread_result_bit_for_bit(method):
+    x = RNG.random(SHAPE)
+    s, e = _random_lines(101)
+    y = RNG.random(101)
+    y[::5] = 0.0  # lines that add nothing
+    one = _project(x, s, e, method)
+    b_one = back_project(y, s, e, SHAPE, voxel_size=VOX, origin=ORIGIN, method=method)
+    for threads in (2, 3):
+        np.testing.assert_array_equal(
+            forward_project(x, s, e, voxel_size=VOX, origin=ORIGIN, method=method,
+                            threads=threads), one)
+        for dtype in (np.float64, np.float32):
+            ref = back_project(y, s, e, SHAPE, voxel_size=VOX, origin=ORIGIN, method=method,
+                               dtype=dtype)
+            got = back_project(y, s, e, SHAPE, voxel_size=VOX, origin=ORIGIN, method=method,
+                               dtype=dtype, threads=threads)
+            assert got.dtype == dtype
+            np.testing.assert_array_equal(got, ref)
+        assert b_one.any()
+    # fewer lines than threads
+    np.testing.assert_array_equal(
+        forward_project(x, s[:1], e[:1], voxel_size=VOX, origin=ORIGIN, method=method,
+                        threads=4), one[:1])
+    with pytest.raises(ParameterError):
+        forward_project(x, s, e, voxel_size=VOX, origin=ORIGIN, method=method, threads=0)

@@ -117,6 +117,10 @@ def _siddon(starts, ends, i, shape, lo, vox, idx, w):  # pragma: no cover - comp
     x0 = b0 + (k0 + e0) * i0 if s0 else np.inf
     x1 = b1 + (k1 + e1) * i1 if s1 else np.inf
     x2 = b2 + (k2 + e2) * i2 if s2 else np.inf
+    # the flat index moves by a fixed stride per plane crossed
+    st0 = s0 * n1 * n2
+    st1 = s1 * n2
+    voxel = (k0 * n1 + k1) * n2 + k2
     n = 0
     cur = tmin
     while True:
@@ -131,7 +135,7 @@ def _siddon(starts, ends, i, shape, lo, vox, idx, w):  # pragma: no cover - comp
             nxt = x2
         seg = min(nxt, tmax) - cur
         if seg > 0.0:
-            idx[n] = (k0 * n1 + k1) * n2 + k2
+            idx[n] = voxel
             w[n] = seg
             n += 1
         if nxt >= tmax:
@@ -141,16 +145,19 @@ def _siddon(starts, ends, i, shape, lo, vox, idx, w):  # pragma: no cover - comp
             k0 += s0
             if k0 < 0 or k0 >= n0:
                 break
+            voxel += st0
             x0 = b0 + (k0 + e0) * i0
         elif m == 1:
             k1 += s1
             if k1 < 0 or k1 >= n1:
                 break
+            voxel += st1
             x1 = b1 + (k1 + e1) * i1
         else:
             k2 += s2
             if k2 < 0 or k2 >= n2:
                 break
+            voxel += s2
             x2 = b2 + (k2 + e2) * i2
     return n
 
@@ -222,25 +229,48 @@ def _joseph(starts, ends, i, shape, lo, vox, idx, w):  # pragma: no cover - comp
         jc = int(math.floor(uc))  # noqa: RUF046
         fb = ub - jb
         fc = uc - jc
-        base = k * sa
+        gc = 1.0 - fc
+        v00 = k * sa + jb * sb + jc * sc  # voxel (jb, jc); the others are strides away
+        if ub > 0.0 and ub < fnb - 1.0 and uc > 0.0 and uc < fnc - 1.0:
+            # the common case, all four neighbours inside: one predictable branch instead of
+            # eight; the same pairs in the same order as the general case below
+            wb = factor * (1.0 - fb)
+            wf = factor * fb
+            w00 = wb * gc
+            w01 = wb * fc
+            w10 = wf * gc
+            w11 = wf * fc
+            if w00 > 0.0 and w01 > 0.0 and w10 > 0.0 and w11 > 0.0:
+                idx[n] = v00
+                w[n] = w00
+                idx[n + 1] = v00 + sc
+                w[n + 1] = w01
+                idx[n + 2] = v00 + sb
+                w[n + 2] = w10
+                idx[n + 3] = v00 + sb + sc
+                w[n + 3] = w11
+                n += 4
+                continue
+        low_c = jc >= 0
+        high_c = jc + 1 < nc
         if jb >= 0:
             wb = factor * (1.0 - fb)
-            if jc >= 0 and wb * (1.0 - fc) > 0.0:
-                idx[n] = base + jb * sb + jc * sc
-                w[n] = wb * (1.0 - fc)
+            if low_c and wb * gc > 0.0:
+                idx[n] = v00
+                w[n] = wb * gc
                 n += 1
-            if jc + 1 < nc and wb * fc > 0.0:
-                idx[n] = base + jb * sb + (jc + 1) * sc
+            if high_c and wb * fc > 0.0:
+                idx[n] = v00 + sc
                 w[n] = wb * fc
                 n += 1
         if jb + 1 < nb:
             wb = factor * fb
-            if jc >= 0 and wb * (1.0 - fc) > 0.0:
-                idx[n] = base + (jb + 1) * sb + jc * sc
-                w[n] = wb * (1.0 - fc)
+            if low_c and wb * gc > 0.0:
+                idx[n] = v00 + sb
+                w[n] = wb * gc
                 n += 1
-            if jc + 1 < nc and wb * fc > 0.0:
-                idx[n] = base + (jb + 1) * sb + (jc + 1) * sc
+            if high_c and wb * fc > 0.0:
+                idx[n] = v00 + sb + sc
                 w[n] = wb * fc
                 n += 1
     return n
@@ -248,14 +278,21 @@ def _joseph(starts, ends, i, shape, lo, vox, idx, w):  # pragma: no cover - comp
 
 @numba.njit(nogil=True, cache=True)
 def _trace(method, starts, ends, i, shape, lo, vox, idx, w):  # pragma: no cover - compiled
-    if method == 0:
+    if method == SIDDON:
         return _siddon(starts, ends, i, shape, lo, vox, idx, w)
     return _joseph(starts, ends, i, shape, lo, vox, idx, w)
 
 
 @numba.njit(nogil=True, cache=True)
 def forward(image, starts, ends, shape, lo, vox, method, bound, out):  # pragma: no cover
-    """``out[i]`` = line integral of the flat ``image`` along line ``i``."""
+    """``out[i]`` = line integral of the flat ``image`` along line ``i``.
+
+    Each line is traced into scratch, then gathered: the gather is a short loop with no
+    unpredictable branches, so many of its cache misses are in flight at once (tracing and
+    gathering in one loop measured 1.5x slower; prefetching the next line's voxels while
+    gathering gained nothing). Sums run in the order :func:`trace_rows` records the pairs, so
+    stored rows give the same values bit for bit.
+    """
     idx = np.empty(bound, np.int64)
     w = np.empty(bound, np.float64)
     for i in range(starts.shape[0]):
@@ -267,8 +304,14 @@ def forward(image, starts, ends, shape, lo, vox, method, bound, out):  # pragma:
 
 
 @numba.njit(nogil=True, cache=True)
-def back(values, starts, ends, shape, lo, vox, method, bound, image):  # pragma: no cover
-    """Add ``values[i]`` times line ``i``'s weights into the flat ``image`` (the adjoint)."""
+def back(values, starts, ends, shape, lo, vox, method, bound, image, first, stop):
+    """Add ``values[i]`` times line ``i``'s weights into the flat ``image`` (the adjoint), for
+    the voxels ``first <= j < stop`` only.
+
+    Voxels get their terms in the order of the lines and of :func:`trace_rows`' pairs, so
+    threads that own disjoint voxel ranges (each tracing every line) together write exactly
+    what one call over all voxels writes.
+    """  # pragma: no cover
     idx = np.empty(bound, np.int64)
     w = np.empty(bound, np.float64)
     for i in range(starts.shape[0]):
@@ -276,8 +319,14 @@ def back(values, starts, ends, shape, lo, vox, method, bound, image):  # pragma:
         if v == 0.0:
             continue
         n = _trace(method, starts, ends, i, shape, lo, vox, idx, w)
-        for k in range(n):
-            image[idx[k]] += w[k] * v
+        if first == 0 and stop == image.shape[0]:
+            for k in range(n):
+                image[idx[k]] += w[k] * v
+        else:
+            for k in range(n):
+                j = idx[k]
+                if j >= first and j < stop:
+                    image[j] += w[k] * v
 
 
 @numba.njit(nogil=True, cache=True)

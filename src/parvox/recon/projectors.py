@@ -41,7 +41,7 @@ import numpy as np
 from parvox.decomposition import split_extent
 from parvox.recon import _kernels as K
 from parvox.recon.geometry import ImageGrid
-from parvox.threads import ThreadTeam
+from parvox.threads import ThreadTeam, resolve_threads
 
 __all__ = ["METHODS", "Rows", "back_project", "em_update", "forward_project", "parse_method",
            "RowArena", "trace_row_blocks", "trace_rows"]
@@ -94,6 +94,7 @@ def forward_project(
     voxel_size: Any,
     origin: Any = None,
     method: str = "joseph",
+    threads: int | None = None,
 ) -> np.ndarray:
     """Line integrals of ``image`` along the lines ``starts[i] -> ends[i]``.
 
@@ -108,6 +109,9 @@ def forward_project(
     origin : 3 floats, optional
         Centre of voxel ``(0, 0, 0)`` in mm (default: the grid centred on ``(0, 0, 0)``).
     method : {"joseph", "siddon"}
+    threads : int, optional
+        Threads (default ``$PARVOX_THREADS``, else 1: :func:`parvox.threads.resolve_threads`);
+        each takes a range of lines, so the result does not depend on the count.
 
     Returns
     -------
@@ -130,7 +134,17 @@ def forward_project(
     shape, lo, vox = grid.kernel_geometry()
     out = np.empty(s.shape[0], dtype=np.float64)
     flat = np.ascontiguousarray(img).reshape(-1)
-    K.forward(flat, s, e, shape, lo, vox, code, K.scratch_size(grid.shape, code), out)
+    bound = K.scratch_size(grid.shape, code)
+    n_threads = min(resolve_threads(threads), max(s.shape[0], 1))
+    if n_threads == 1:
+        K.forward(flat, s, e, shape, lo, vox, code, bound, out)
+    else:
+        def part(p: int) -> None:
+            a, b = split_extent(s.shape[0], n_threads, p)
+            K.forward(flat, s[a:b], e[a:b], shape, lo, vox, code, bound, out[a:b])
+
+        with ThreadTeam(n_threads) as team:
+            team.run(part)
     return out.astype(img.dtype, copy=False)
 
 
@@ -145,6 +159,7 @@ def back_project(
     method: str = "joseph",
     out: np.ndarray | None = None,
     dtype: Any = np.float64,
+    threads: int | None = None,
 ) -> np.ndarray:
     """The adjoint of :func:`forward_project`: spread ``values[i]`` along line ``i``.
 
@@ -162,6 +177,11 @@ def back_project(
         A C-contiguous float32/float64 image of ``shape`` to *add* into (returned).
     dtype : float32 or float64
         dtype of the new image when ``out`` is not given.
+    threads : int, optional
+        Threads (as in :func:`forward_project`). Each owns a range of voxels and traces every
+        line, adding only into its range: every voxel gets its terms in line order, so the
+        image is the one-thread image bit for bit (the tracing, about half of the work, is
+        repeated per thread).
 
     Examples
     --------
@@ -179,7 +199,18 @@ def back_project(
     else:
         _check_out(out, grid.shape)
     kshape, lo, vox = grid.kernel_geometry()
-    K.back(v, s, e, kshape, lo, vox, code, K.scratch_size(grid.shape, code), out.reshape(-1))
+    flat = out.reshape(-1)
+    bound = K.scratch_size(grid.shape, code)
+    n_threads = min(resolve_threads(threads), flat.shape[0])
+    if n_threads == 1:
+        K.back(v, s, e, kshape, lo, vox, code, bound, flat, 0, flat.shape[0])
+    else:
+        def part(p: int) -> None:
+            first, stop = split_extent(flat.shape[0], n_threads, p)
+            K.back(v, s, e, kshape, lo, vox, code, bound, flat, first, stop)
+
+        with ThreadTeam(n_threads) as team:
+            team.run(part)
     return out
 
 
