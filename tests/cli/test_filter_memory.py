@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import scipy.ndimage as ndi
 
-from parvox.io import FORMATS, write_image
+from parvox.io import write_image
 from parvox.ndimage.stream import slab_bytes
 from parvox.testing import mpi_test
 
@@ -72,8 +72,6 @@ BAD = [
     ("volume", ["--op", "gaussian", "--memory=-1GiB"], "expected a size"),
     ("volume", ["--op", "gaussian", "--memory", "abc"], "expected a size"),
     ("png", ["--op", "median"], "PNG"),
-    pytest.param("store", ["--op", "median"], "slab by slab", marks=pytest.mark.skipif(
-        FORMATS["store"].writer is not None, reason="stores are written slab by slab")),
 ]
 
 
@@ -89,7 +87,6 @@ def test_refused_in_one_line_naming_memory(tmp_path, capsys, kind, argv, words):
         write_image(src, IMAGE.astype(np.uint8))
     else:
         np.save(src, VOLUME)
-        out = tmp_path / "out.store" if kind == "store" else out
     if not any(a.startswith("--memory") for a in argv):
         argv = [*argv, "--memory", "1GiB"]
     with pytest.raises(SystemExit) as info:

@@ -113,7 +113,7 @@ CASES = [
     (BYTES, "p.ome.zarr", "percentile_filter", {"percentile": 30, "size": 3},
      ndi.percentile_filter(BYTES, 30, size=3), None),
     (VOLUME, "s.nii", "sobel", {"axis": 0}, ndi.sobel(VOLUME, 0), None),
-    (VOLUME, "ggm.npy", "gaussian_gradient_magnitude", {"sigma": 1.0},
+    (VOLUME, "ggm.store", "gaussian_gradient_magnitude", {"sigma": 1.0},
      ndi.gaussian_gradient_magnitude(VOLUME, 1.0), None),
     (VOLUME, "c.npy", "correlate", {"weights": WEIGHTS, "mode": "nearest"},
      ndi.correlate(VOLUME, WEIGHTS, mode="nearest"), None),
@@ -128,7 +128,7 @@ CASES = [
 ]
 
 
-@mpi_test(ranks=(1, 2, 3), timeout=240)
+@mpi_test(ranks=(1, 3), timeout=240)
 def test_streamed_results_equal_scipy_bit_for_bit() -> None:
     from mpi4py import MPI
 
@@ -145,8 +145,10 @@ def test_streamed_results_equal_scipy_bit_for_bit() -> None:
         reach = z_reach(name, array.ndim, kw, repeat=repeat, dtype=array.dtype)[0]
         k = planes or 4
         kernel = "binary" if name.startswith("binary_") else "separable"
-        memory = slab_bytes(k, array.shape, array.dtype, array.dtype, want.dtype, reach, kernel)
-        chunks = (3, 5, 5)[: array.ndim] if out.endswith("zarr") else None
+        extra = 1 if out.endswith(".store") else 0  # a store's extents overlap by a plane
+        memory = slab_bytes(k + extra, array.shape, array.dtype, array.dtype, want.dtype, reach,
+                            kernel)
+        chunks = (3, 5, 5)[: array.ndim] if out.endswith(("zarr", "store")) else None
         seen: list[tuple[int, int]] = []
         done = stream_filter(src, tmp / out, name, memory=memory, repeat=repeat, chunks=chunks,
                              progress=lambda d, t, log=seen: log.append((d, t)), **kw)
