@@ -12,7 +12,9 @@ What each configuration proves (:data:`CONFIGS`):
   parvox): every parametrization (dtype, mode, origin, axes...) against the strongest
   distribution -- blocks of unequal sizes, several per rank and not adjacent on one rank, so
   halos cross ranks and blocks of one rank alike. It alone also checks that :data:`KNOWN` is
-  complete and not stale for every parametrization.
+  complete and not stale for every parametrization. It belongs to the long tier (marked
+  ``scale``: ``./test -m scale``, which CI runs after ``./test``); a plain ``./test`` runs the
+  same distribution on the first parametrization and half of the others (``--thin 2``).
 - **3 ranks** (the default layout: one block per rank, an odd count that splits most of
   scipy's arrays unevenly)
   runs each scipy test's first parametrization and a fixed quarter of the others (``--thin 4``,
@@ -44,10 +46,16 @@ ORACLE = str(Path(__file__).with_name("scipy_oracle.py"))
 CONFIGS = {
     "1 rank, first parametrizations": (1, {}, 0, 330),
     "3 ranks, quarter of the parametrizations": (3, {}, 4, 1000),
+    "4 ranks, 11 uneven blocks round-robin, half": (
+        4, {"nblocks": 11, "assignment": "round_robin"}, 2, 1600
+    ),
     "4 ranks, 11 uneven blocks round-robin, all": (
         4, {"nblocks": 11, "assignment": "round_robin"}, 1, 3000
     ),
 }
+#: configurations of the long tier (``./test -m scale``, which ``.ci/run`` runs after
+#: ``./test``): the whole suite at 4 ranks took 131 s of a clean clone's ``./test``
+LONG = {"4 ranks, 11 uneven blocks round-robin, all"}
 
 _ZERO_D = "0-d input: a DistArray has at least one axis, a 0-d array has nothing to distribute"
 _OUTPUT_ARRAY = (
@@ -79,7 +87,9 @@ def _key(nodeid: str) -> str:
 
 @pytest.mark.mpi
 @pytest.mark.timeout(1800)
-@pytest.mark.parametrize("config", list(CONFIGS))
+@pytest.mark.parametrize(
+    "config", [pytest.param(c, marks=pytest.mark.scale) if c in LONG else c for c in CONFIGS]
+)
 def test_scipy_ndimage_suite(config: str, tmp_path: Path) -> None:
     nprocs, layout, thin, min_selected = CONFIGS[config]
     prefix = tmp_path / "report"
