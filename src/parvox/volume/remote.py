@@ -15,24 +15,26 @@ standard library speaks HTTP here.
 
 Examples
 --------
->>> import numpy as np, tempfile, os, threading, time, uvicorn
->>> from parvox.volume import ingest_array
->>> from parvox.server.engine import SliceService
->>> from parvox.server.precomputed import precomputed_app
+Any precomputed source over HTTP reads the same way; here a static export (``parvox.io``'s
+``precomputed`` writer) served by the standard library:
+
+>>> import numpy as np, tempfile, os, threading, functools, http.server
+>>> from mpi4py import MPI
+>>> from parvox import io
+>>> from parvox.distarray import DistArray
 >>> vol = np.arange(6 * 7 * 9, dtype=np.uint16).reshape(6, 7, 9)
->>> path = ingest_array(vol, os.path.join(tempfile.mkdtemp(), "v"), extent=(4, 4, 4),
-...                     levels=1, spacing=(2, 1, 1), progress=False)
->>> service = SliceService(path)
->>> server = uvicorn.Server(uvicorn.Config(precomputed_app(service), port=0, log_level="error"))
->>> thread = threading.Thread(target=server.run, daemon=True); thread.start()
->>> while not server.started: time.sleep(0.05)
->>> url = "http://127.0.0.1:%d" % server.servers[0].sockets[0].getsockname()[1]
->>> v = open_url(url)  # the source at the root of this app
+>>> root = tempfile.mkdtemp()
+>>> io.write(DistArray.from_global(vol, comm=MPI.COMM_SELF), os.path.join(root, "v"),
+...          format="precomputed", chunks=4, levels=1, spacing=(2, 1, 1))
+>>> handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=root)
+>>> server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+>>> thread = threading.Thread(target=server.serve_forever, daemon=True); thread.start()
+>>> v = open_url("http://127.0.0.1:%d/v" % server.server_address[1])
 >>> v.shape, v.chunks, v.spacing, bool((v[1:5, ::-2, 3] == vol[1:5, ::-2, 3]).all())
 ((6, 7, 9), (4, 4, 4), (2.0, 1.0, 1.0), True)
->>> open_url(url, level=1).shape
+>>> open_url("http://127.0.0.1:%d/v" % server.server_address[1], level=1).shape
 (3, 4, 5)
->>> server.should_exit = True; thread.join(); service.close()
+>>> server.shutdown(); server.server_close()
 """
 
 from __future__ import annotations
