@@ -4,6 +4,7 @@ imports the command line, launching never starts MPI."""
 from __future__ import annotations
 
 import ast
+import doctest
 from pathlib import Path
 
 import pytest
@@ -23,9 +24,16 @@ CORE_NAMED = ("comm", "decomposition", "distarray", "redistribution", "collectiv
 def _source_imports(source: str, package: str, filename: str = "<source>") -> set[str]:
     """Every module a source imports, anywhere in it (in functions, under ``TYPE_CHECKING``),
     as absolute names: relative imports resolved against ``package``; ``from a import b``
-    gives ``a`` and ``a.b``; ``importlib.import_module("...")`` with a literal name counts."""
+    gives ``a`` and ``a.b``; ``importlib.import_module("...")`` with a literal name counts, and
+    so do the imports of docstring examples (they run in ``./test``)."""
     out = set()
-    for node in ast.walk(ast.parse(source, filename)):
+    tree = ast.parse(source, filename)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            doc = ast.get_docstring(node, clean=False)
+            if doc and ">>>" in doc:  # a docstring example runs in ./test: its imports count
+                examples = doctest.DocTestParser().get_examples(doc)
+                out |= _source_imports("".join(e.source for e in examples), package, filename)
         if isinstance(node, ast.Import):
             out |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
@@ -100,6 +108,8 @@ def test_the_core_and_the_applications_are_what_design_names():
         ("from ..slicing import plane", "parvox.volume"),
         ("from . import cli", "parvox"),
         ("import importlib\nimportlib.import_module('parvox.fft.plan')", "parvox"),
+        ('def f():\n    """Example.\n\n    >>> from parvox.server.engine import SliceService\n'
+         '    """\n', "parvox.volume"),
     ],
 )
 def test_the_checker_sees_every_form_of_import(source, package):
