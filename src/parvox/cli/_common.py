@@ -25,9 +25,11 @@ __all__ = [
     "add_in_out",
     "add_input_options",
     "add_output_options",
+    "add_threads_option",
     "check_in",
     "check_out",
     "convert",
+    "parse_threads",
     "plural",
     "read_input",
     "slab_layout",
@@ -253,3 +255,31 @@ def slab_layout(shape: tuple[int, ...], nprocs: int, halo: int) -> dict[str, int
     """
     nblocks = max(1, min(nprocs, shape[0] // max(halo, 1)))
     return {"axis": 0, "nblocks": nblocks}
+
+
+def add_threads_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--threads T``: threads per rank for ``what`` (parsed by :func:`parse_threads`)."""
+    parser.add_argument("--threads", default=None, metavar="T",
+                        help=f"threads per rank for {what} (default: $PARVOX_THREADS, else 1)")
+
+
+def parse_threads(text: str | None) -> int:
+    """``--threads``, else ``$PARVOX_THREADS``, else 1 (:func:`parvox.threads.resolve_threads`).
+
+    Raises :class:`parvox.cli.UsageError` naming ``--threads`` or ``PARVOX_THREADS``.
+    """
+    from parvox._validate import parse_int
+    from parvox.cli import UsageError
+    from parvox.threads import THREADS_ENV, resolve_threads
+
+    try:
+        if text is None:
+            return resolve_threads(None)
+        try:
+            value: Any = int(text)
+        except ValueError:
+            value = text
+        return parse_int(value, "--threads", minimum=1)
+    except ValueError as exc:
+        param = THREADS_ENV if text is None else "--threads"
+        raise UsageError(param, str(exc).removeprefix(f"{param}: ")) from None

@@ -28,7 +28,7 @@ from typing import Any
 
 from parvox import io
 from parvox.cli import UsageError
-from parvox.cli._common import plural
+from parvox.cli._common import add_threads_option, parse_threads, plural
 from parvox.cli._volume_args import int_triple
 
 __all__ = ["HELP", "add_arguments", "run", "validate"]
@@ -93,9 +93,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           "at least 4 x ranks)")
     rec.add_argument("--row-memory", type=float, default=1024.0, metavar="MIB",
                      help="MiB per rank of system-matrix rows computed ahead (default 1024)")
-    rec.add_argument("--threads", default=None, metavar="T",
-                     help="threads per rank for ray tracing and the EM step, each rank keeping "
-                          "one image (default: $PARVOX_THREADS, else 1)")
+    add_threads_option(rec, "ray tracing and the EM step, each rank keeping one image")
     rec.add_argument("--float32", action="store_true", help="single precision (default double)")
     rec.add_argument("--no-progress", action="store_true", help="no progress bar")
     _nprocs(rec)
@@ -215,25 +213,7 @@ def _validate_osem(args: argparse.Namespace) -> None:
         raise UsageError("--tests", f"must be >= 0, got {args.tests}")
     if not (math.isfinite(args.row_memory) and args.row_memory >= 0):
         raise UsageError("--row-memory", f"must be >= 0 MiB, got {args.row_memory}")
-    args.threads = _threads(args.threads)
-
-
-def _threads(text: str | None) -> int:
-    """``--threads``, else ``$PARVOX_THREADS``, else 1 (:func:`parvox.threads.resolve_threads`)."""
-    from parvox._validate import parse_int
-    from parvox.threads import THREADS_ENV, resolve_threads
-
-    try:
-        if text is None:
-            return resolve_threads(None)
-        try:
-            value: Any = int(text)
-        except ValueError:
-            value = text
-        return parse_int(value, "--threads", minimum=1)
-    except ValueError as exc:
-        param = THREADS_ENV if text is None else "--threads"
-        raise UsageError(param, str(exc).removeprefix(f"{param}: ")) from None
+    args.threads = parse_threads(args.threads)
 
 
 def run(args: argparse.Namespace) -> int:
