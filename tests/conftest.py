@@ -18,8 +18,8 @@ def pytest_configure(config):
 def pytest_collection_modifyitems(config, items):
     """The scale suite runs only when ``-m`` names it (``./test -m scale``); a plain run leaves
     its items out. An MPI item may run its module's whole batch: its pytest-timeout must cover
-    it."""
-    from parvox.testing import apply_batch_timeouts
+    it, and under pytest-xdist the items of a batch go to one worker."""
+    from parvox.testing import apply_batch_timeouts, group_batches
 
     if "scale" not in (config.getoption("markexpr") or ""):
         scale = [item for item in items if item.get_closest_marker("scale")]
@@ -27,3 +27,4 @@ def pytest_collection_modifyitems(config, items):
             config.hook.pytest_deselected(items=scale)
             items[:] = [item for item in items if not item.get_closest_marker("scale")]
     apply_batch_timeouts(items)
+    group_batches(items)

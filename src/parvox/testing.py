@@ -20,6 +20,11 @@ suite's ``conftest.py``) gives every MPI item a pytest-timeout at least as long 
 may take (:func:`batch_limit`), so a slow machine reports the body that hung, not the item
 that happened to start the batch.
 
+Under pytest-xdist (``./test`` runs ``-n auto --dist loadgroup``) the items of one rank count
+must reach the same worker, or each worker would launch the whole batch again:
+:func:`group_batches` puts them in one ``xdist_group`` per rank count, so the batches at
+different rank counts, and the tests outside any batch, run side by side on the workers.
+
 Examples
 --------
 In a test module::
@@ -53,6 +58,7 @@ __all__ = [
     "LAUNCH_S",
     "apply_batch_timeouts",
     "batch_limit",
+    "group_batches",
     "mpi_test",
     "mpi_tests",
     "run_bodies",
@@ -239,6 +245,24 @@ def apply_batch_timeouts(items: Sequence[Any]) -> None:
         marker = item.get_closest_marker("timeout")
         if marker is None or not marker.args or float(marker.args[0]) < limit:
             item.add_marker(pytest.mark.timeout(limit))
+
+
+def group_batches(items: Sequence[Any]) -> None:
+    """Mark every :func:`mpi_test` item ``xdist_group("parvox-mpi-K")`` for its rank count K.
+
+    pytest-xdist's ``--dist loadgroup`` then sends all items of a rank count to one worker,
+    where the first of them runs the batch of them all (:func:`_selected` sees the worker's
+    session). Without xdist the mark does nothing. Call it from
+    ``pytest_collection_modifyitems``.
+    """
+    import pytest
+
+    for item in items:
+        fn = getattr(item, "function", None)
+        callspec = getattr(item, "callspec", None)
+        if getattr(fn, "_parvox_body", None) is None or callspec is None:
+            continue
+        item.add_marker(pytest.mark.xdist_group(f"parvox-mpi-{callspec.params.get('nprocs')}"))
 
 
 def _syspath_for(module: str) -> str:
