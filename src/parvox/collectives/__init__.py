@@ -2,9 +2,11 @@
 
 A collective is a :class:`Schedule` of rounds of sends, receives and local reductions/copies,
 run on a private duplicate of the communicator. Every operation offers several algorithms
-(linear/star, binomial, recursive doubling, pipelined ring, Rabenseifner, pairwise, Bruck, and
-MPI's own ``native``) plus ``auto``, and an ``i`` form whose typed request is progressed by
-test calls, a progress thread or only at wait (:mod:`parvox.collectives.progress`). Code
+(linear/star, binomial, recursive doubling, pipelined ring, Rabenseifner, pairwise, Bruck,
+node-aware two-level schedules (:mod:`parvox.collectives.alg_nodes`, nodes set by
+:func:`configure` ``ranks_per_node``), and MPI's own ``native``) plus ``auto``, and an ``i``
+form whose typed request is progressed by test calls, a progress thread or only at wait
+(:mod:`parvox.collectives.progress`). Code
 written for mpi4py runs on these algorithms through :class:`Intracomm`
 (:mod:`parvox.collectives.facade`). :func:`exchange_by_destination` sends each element of some
 parallel arrays to the rank it names (:mod:`parvox.collectives.exchange`).
