@@ -20,8 +20,9 @@ The shape of the seed's section 6 on a two-level topology emulated by grouping r
   (``allreduce`` ``hierarchical``, node-aware).
 
 Transfers between nodes are emulated (``--between-mbps``, default 85.8 Mbit/s = 10.7 MB/s, the
-seed's Fast Ethernet, plus ``--between-latency-us``, default 350): the sender holds the link for
-``latency + bytes / bandwidth`` before each send to another node; transfers within a node are
+seed's Fast Ethernet, plus ``--between-latency-us``, default 350): the sender holds its node's
+link (one per node, shared by its ranks) for ``latency + bytes / bandwidth`` before each send
+to another node; transfers within a node are
 this machine's shared memory. parvox's one-level all-gathers (which know no nodes) run beside
 them on the same emulated link. Writes ``bench/results/seed003.md`` and ``seed003_*.png``.
 
@@ -34,7 +35,11 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import fcntl
+import os
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -67,7 +72,10 @@ SEED_T3 = {2: {"S1": (0.7, 0.3)}, 4: {"S1": (2.1, 1.7), "S2": (1.4, 1.0)},
 
 
 class Topology:
-    """Ranks grouped into nodes of ``rpn``; sends between nodes pay an emulated link."""
+    """Ranks grouped into nodes of ``rpn``; sends between nodes pay an emulated link, one per
+    node: the ranks of a node share it (a file lock per node, held while a send "travels"),
+    as the seed's dual-CPU nodes shared one Fast Ethernet card (collective: construct and
+    :meth:`close` on every rank)."""
 
     def __init__(self, comm: Any, rpn: int, mbps: float, latency_us: float) -> None:
         self.comm, self.rpn = comm, rpn
@@ -75,6 +83,22 @@ class Topology:
         self.bps = mbps * 1e6
         self.latency = latency_us * 1e-6
         self.sends = {"IN": 0, "BETWEEN": 0}
+        self.dir = comm.bcast(tempfile.mkdtemp(prefix="seed003-") if self.rank == 0 else None)
+        self._link = open(os.path.join(self.dir, f"node-{self.node(self.rank)}"), "a+")
+
+    def close(self) -> None:
+        self._link.close()
+        self.comm.Barrier()
+        if self.rank == 0:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def hold(self, nbytes: int) -> None:
+        """Hold this node's link for one message of ``nbytes`` (latency + bytes / bandwidth)."""
+        fcntl.flock(self._link, fcntl.LOCK_EX)
+        try:
+            time.sleep(self.latency + nbytes / self.bps)
+        finally:
+            fcntl.flock(self._link, fcntl.LOCK_UN)
 
     def node(self, r: int) -> int:
         return r // self.rpn
@@ -88,8 +112,8 @@ class Topology:
     def send(self, buf: np.ndarray, dest: int, tag: int = 7) -> None:
         kind = self.kind(self.rank, dest)
         self.sends[kind] += 1
-        if kind == "BETWEEN":  # the sender holds the emulated link
-            time.sleep(self.latency + buf.nbytes / self.bps)
+        if kind == "BETWEEN":  # the sender holds its node's emulated link
+            self.hold(buf.nbytes)
         self.comm.Send(buf, dest, tag)
 
     def recv(self, buf: np.ndarray, source: int, tag: int = 7) -> None:
@@ -114,8 +138,7 @@ def emulated(t: Topology, schedule: Any) -> Any:
 
     def hold(buf: Any) -> Callable[[], None]:
         def run() -> None:
-            data = buf() if callable(buf) else buf
-            time.sleep(t.latency + data.nbytes / t.bps)
+            t.hold((buf() if callable(buf) else buf).nbytes)
 
         return run
 
@@ -282,6 +305,7 @@ def worker(args: argparse.Namespace) -> None:
 
         fig1.append({"N": n, "T": unit, "measured": span(comm, run, reps)})
     out["fig1"] = fig1
+    t.close()
     if rank == 0:
         write_json(args.report, out)
 
@@ -361,8 +385,9 @@ def main(argv: list[str] | None = None) -> int:
     rep = Report(
         "Seed 003 reproduced: ping-pong, the star model and faster collective schedules",
         f"`python bench/seeds/seed003.py{' --quick' if args.quick else ''}` on {line}. "
-        f"Ranks grouped {rpn} per emulated node; sends between nodes hold an emulated link "
-        f"of {args.between_mbps:g} MB/s and {args.between_latency_us:g} us (the seed's Fast "
+        f"Ranks grouped {rpn} per emulated node; sends between nodes hold their node's "
+        f"emulated link (one per node, shared by its ranks) of {args.between_mbps:g} MB/s and "
+        f"{args.between_latency_us:g} us (the seed's Fast "
         "Ethernet: 85.8 Mbit/s measured, 0.35 ms single trip for small messages); sends "
         "within a node are this machine's shared memory (the seed's dual-CPU nodes: 28 "
         f"MB/s over TCP loopback). P is {ranks} on {cores()} cores.")
@@ -479,7 +504,8 @@ def _table2(rep: Report, res: dict[int, Any], rpn: int) -> None:
              "`configure(ranks_per_node=...)` in a program). The seed's S3 on 4 CPUs sends "
              "1/2 both ways between the two middle CPUs; here the node leaders exchange their "
              "nodes' parts, the same amounts. The one-level all-gathers (binomial, recursive "
-             "doubling, ring) know no nodes: compare their sends BETWEEN.")
+             "doubling, ring) know no nodes: compare their sends BETWEEN, which the ranks of "
+             "a node make one after the other on their node's one link.")
 
 
 def _table3(rep: Report, res: dict[int, Any]) -> None:
