@@ -18,7 +18,8 @@ The shape of the seed's section 5 (Figs. 11-14) on the slice server's dataflow
 * the Fig. 7 variant (rank 0 splits the request into extent batches, today's design) against
   the Fig. 10 variant (each server gets the whole request and finds its own extents:
   ``ServerOptions(split="whole")``, :mod:`parvox.server.split`), both on the dataflow; and
-  tokens per message (the seed's ``SendMessage`` coalescing), batch 128 and 16, coalescing off and on.
+  tokens per message (the seed's ``SendMessage`` coalescing), batch 128 and 16, coalescing
+  off and on.
 
 Writes ``bench/results/seed002.md`` and ``seed002_*.png`` with the seed's published figures
 beside parvox's.
