@@ -17,8 +17,9 @@ The shape of the seed's section 5 (Figs. 11-14) on the slice server's dataflow
   slice;
 * the Fig. 7 variant (rank 0 splits the request into extent batches, today's design) against
   the Fig. 10 variant (each server gets the whole request and finds its own extents:
-  :class:`WholeRequestService`), both on the dataflow; and tokens per message (the seed's
-  ``SendMessage`` coalescing), batch 128 and 16, coalescing off and on.
+  ``ServerOptions(split="whole")``, :mod:`parvox.server.split`), both on the dataflow; and
+  tokens per message (the seed's ``SendMessage`` coalescing), batch 128 and 16, coalescing
+  off and on.
 
 Writes ``bench/results/seed002.md`` and ``seed002_*.png`` with the seed's published figures
 beside parvox's.
@@ -34,7 +35,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -86,32 +86,6 @@ def planes(shape: tuple[int, int, int], n: int, size: int, zoom: int) -> list[An
                               size=(size, size), zoom=zoom) for k in range(n)]
 
 
-def whole_request_service() -> type:
-    """:class:`SliceService` as the seed's Fig. 10 (a class made on first use: the server
-    package loads only in the workers)."""
-    from parvox.dataflow import Token
-    from parvox.server.engine import SliceService
-
-    class WholeRequestService(SliceService):  # type: ignore[misc]
-        """Fig. 10: rank 0 sends the whole request to every server holding disks; each
-        server cuts the plane itself into the extents on its own disks, reads and extracts
-        them, and returns one message of parts. Everything else is :class:`SliceService`."""
-
-        def _split(self, request: tuple[Any, ...]) -> Iterator[Token]:
-            plane, level = request[:2]
-            for r in sorted({self.source.disk_map.rank_of(d)
-                             for d in range(self.source.meta.ndisks)}):
-                yield Token(r, {"plane": plane, "level": level})
-
-        def _read(self, token: dict[str, Any]) -> Any:
-            src = self.source.level_source(token["level"])
-            keys, ranges = src.extents_by_rank(token["plane"])[self.rank]
-            token = {**token, "keys": keys, "ranges": ranges}
-            return token, src.read(keys)
-
-    return WholeRequestService
-
-
 # -- the MPI worker ----------------------------------------------------------------------------
 def worker(args: argparse.Namespace) -> None:
     """At 1 + S ranks: every (disks per server, variant, cache, zoom) cell asked for."""
@@ -138,9 +112,9 @@ def worker(args: argparse.Namespace) -> None:
                 if part[0] == "c":
                     coalesce = int(part[1:])
         opts = ServerOptions(cache_bytes=(args.cache_mib << 20) if cache == "on" else 0,
-                             batch=batch, coalesce=coalesce, encode_threads=1)
-        cls = whole_request_service() if variant == "fig10" else SliceService
-        with cls(store, opts, comm=comm, disk_map=disk_map) as svc:
+                             batch=batch, coalesce=coalesce, encode_threads=1,
+                             split="whole" if variant == "fig10" else "batches")
+        with SliceService(store, opts, comm=comm, disk_map=disk_map) as svc:
             reader = svc.source.reader
             reader.disk_mbps = args.disk_mbps
             shape = tuple(svc.source.meta.shape)
@@ -327,8 +301,9 @@ def _variants(rep: Report, rows: list[dict[str, Any]]) -> None:
                 r["client_msgs_per_slice"], r["client_mpi_sends_per_slice"],
                 r["client_msgs_per_slice"] / max(r["client_mpi_sends_per_slice"], 1e-9),
                 r["server_msgs_per_slice"], r["server_mpi_sends_per_slice"]] for r in var])
-    rep.para(f"The seed: {SEED['tokens']}. Fig. 10 is `WholeRequestService` in this script: "
-             "`SliceService` with a split that sends one token per server and a read stage "
+    rep.para(f"The seed: {SEED['tokens']}. Fig. 10 is `SliceService` with "
+             "`ServerOptions(split=\"whole\")` (`parvox serve --split whole`, "
+             "`parvox.server.split`): a split that sends one token per server and a read stage "
              "that cuts the plane into the server's own extents (its read and extraction of "
              "one slice are one token, so they do not overlap each other within a server; "
              "Fig. 7's batches do). Tokens per message: dataflow messages over MPI sends "

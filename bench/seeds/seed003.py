@@ -10,17 +10,21 @@ The shape of the seed's section 6 on a two-level topology emulated by grouping r
   against the measured run (T measured as the time to send 1/P of the array; the work sleeps,
   so ranks above the core count only wait);
 * **Table 2** -- the all-to-all update of 10^6 REALs (each rank owns 1/P, every rank needs all)
-  by the seed's three scenarios, the schedules written here as point-to-point rounds that know
-  the nodes: S1 (star: all-to-root, then root-to-all), S2 (node leaders first, the transfers of
-  each round in parallel), S3 (no root: within nodes, between node leaders, back within nodes);
-  measured, and computed from the measured Table 1 exactly as the seed computes its table;
-* **Table 3** -- a scalar reduction-on-all by S1 (star) and S2 (node-aware tree).
+  by the seed's three scenarios, each a :mod:`parvox.collectives` all-gather schedule: S1
+  ``linear`` (star: all-to-root, then root-to-all), S2 ``hierarchical_tree`` (node leaders
+  first, the transfers of each round in parallel), S3 ``hierarchical`` (no root: within
+  nodes, between node leaders, back within nodes) -- the node-aware ones from
+  :mod:`parvox.collectives.alg_nodes`, given the emulated nodes; measured, and computed from
+  the measured Table 1 exactly as the seed computes its table;
+* **Table 3** -- a scalar reduction-on-all by S1 (``allreduce`` ``linear``, the star) and S2
+  (``allreduce`` ``hierarchical``, node-aware).
 
 Transfers between nodes are emulated (``--between-mbps``, default 85.8 Mbit/s = 10.7 MB/s, the
-seed's Fast Ethernet, plus ``--between-latency-us``, default 350): the sender holds the link for
-``latency + bytes / bandwidth`` before each send to another node; transfers within a node are
-this machine's shared memory. parvox's own allgather schedules (which know no nodes) are run
-beside them. Writes ``bench/results/seed003.md`` and ``seed003_*.png``.
+seed's Fast Ethernet, plus ``--between-latency-us``, default 350): the sender holds its node's
+link (one per node, shared by its ranks) for ``latency + bytes / bandwidth`` before each send
+to another node; transfers within a node are
+this machine's shared memory. parvox's one-level all-gathers (which know no nodes) run beside
+them on the same emulated link. Writes ``bench/results/seed003.md`` and ``seed003_*.png``.
 
 Usage::
 
@@ -31,7 +35,11 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import fcntl
+import os
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -64,7 +72,10 @@ SEED_T3 = {2: {"S1": (0.7, 0.3)}, 4: {"S1": (2.1, 1.7), "S2": (1.4, 1.0)},
 
 
 class Topology:
-    """Ranks grouped into nodes of ``rpn``; sends between nodes pay an emulated link."""
+    """Ranks grouped into nodes of ``rpn``; sends between nodes pay an emulated link, one per
+    node: the ranks of a node share it (a file lock per node, held while a send "travels"),
+    as the seed's dual-CPU nodes shared one Fast Ethernet card (collective: construct and
+    :meth:`close` on every rank)."""
 
     def __init__(self, comm: Any, rpn: int, mbps: float, latency_us: float) -> None:
         self.comm, self.rpn = comm, rpn
@@ -72,6 +83,22 @@ class Topology:
         self.bps = mbps * 1e6
         self.latency = latency_us * 1e-6
         self.sends = {"IN": 0, "BETWEEN": 0}
+        self.dir = comm.bcast(tempfile.mkdtemp(prefix="seed003-") if self.rank == 0 else None)
+        self._link = open(os.path.join(self.dir, f"node-{self.node(self.rank)}"), "a+")
+
+    def close(self) -> None:
+        self._link.close()
+        self.comm.Barrier()
+        if self.rank == 0:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def hold(self, nbytes: int) -> None:
+        """Hold this node's link for one message of ``nbytes`` (latency + bytes / bandwidth)."""
+        fcntl.flock(self._link, fcntl.LOCK_EX)
+        try:
+            time.sleep(self.latency + nbytes / self.bps)
+        finally:
+            fcntl.flock(self._link, fcntl.LOCK_UN)
 
     def node(self, r: int) -> int:
         return r // self.rpn
@@ -85,8 +112,8 @@ class Topology:
     def send(self, buf: np.ndarray, dest: int, tag: int = 7) -> None:
         kind = self.kind(self.rank, dest)
         self.sends[kind] += 1
-        if kind == "BETWEEN":  # the sender holds the emulated link
-            time.sleep(self.latency + buf.nbytes / self.bps)
+        if kind == "BETWEEN":  # the sender holds its node's emulated link
+            self.hold(buf.nbytes)
         self.comm.Send(buf, dest, tag)
 
     def recv(self, buf: np.ndarray, source: int, tag: int = 7) -> None:
@@ -94,194 +121,93 @@ class Topology:
 
 
 # -- the schedules -----------------------------------------------------------------------------
+# The seed's scenarios are parvox's own schedules (parvox.collectives): S1 the star
+# (``allgather`` / ``allreduce`` ``linear``), S2 and S3 the node-aware ones
+# (``hierarchical_tree``, ``hierarchical``: parvox.collectives.alg_nodes). They run here as
+# built for this rank, with the emulated link inserted before every send to another node.
 def parts_of(n: int, p: int) -> list[tuple[int, int]]:
     cuts = np.linspace(0, n, p + 1).astype(int)
     return list(zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True))
 
 
-def s1(t: Topology, full: np.ndarray) -> None:
-    """Star: every rank sends its 1/P to root 0 in turn (A2R), root sends 1/1 to each (R2A)."""
-    parts = parts_of(len(full), t.size)
-    if t.rank == 0:
-        for r in range(1, t.size):
-            a, b = parts[r]
-            t.recv(full[a:b], r)
-        for r in range(1, t.size):
-            t.send(full, r)
-    else:
-        a, b = parts[t.rank]
-        t.send(full[a:b], 0)
-        t.recv(full, 0)
+def emulated(t: Topology, schedule: Any) -> Any:
+    """``schedule`` with a local step holding the emulated link (latency + bytes / bandwidth)
+    before each of its sends to another node; counts its sends IN and BETWEEN in ``t.sends``.
+    A rank's sends to other nodes therefore follow each other, as on the seed's link."""
+    from parvox.collectives.schedule import LOCAL, SEND
+
+    def hold(buf: Any) -> Callable[[], None]:
+        def run() -> None:
+            t.hold((buf() if callable(buf) else buf).nbytes)
+
+        return run
+
+    for i, rnd in enumerate(schedule.rounds):
+        out = []
+        for kind, obj, peer in rnd:
+            if kind == SEND:
+                where = t.kind(t.rank, peer)
+                t.sends[where] += 1
+                if where == "BETWEEN":
+                    out.append((LOCAL, hold(obj), None))
+            out.append((kind, obj, peer))
+        schedule.rounds[i] = out
+    return schedule
 
 
-def _tree(members: list[int], up: bool) -> list[list[tuple[int, int]]]:
-    """Binomial rounds over ``members`` (first is the root): ``(src, dst)`` pairs per round,
-    leaves to root when ``up``."""
-    n = len(members)
-    rounds = []
-    d = 1
-    while d < n:
-        rounds.append([(members[i + d], members[i]) for i in range(0, n, 2 * d) if i + d < n])
-        d *= 2
-    if not up:
-        rounds = [[(b, a) for a, b in rnd] for rnd in reversed(rounds)]
-    return rounds
+def run_schedule(t: Topology, schedule: Any) -> None:
+    """Run a built schedule to completion on ``t.comm`` (as a blocking collective does)."""
+    from parvox.collectives import context
+    from parvox.collectives._launch import start_schedule
+
+    start_schedule(context(t.comm), emulated(t, schedule), None, "none", None,
+                   register=False)._run()
 
 
-def s2(t: Topology, full: np.ndarray) -> None:
-    """Node-aware trees, transfers of a round in parallel: gather within nodes to their
-    leaders (IN), leaders to root (BETWEEN, a binomial tree), then the whole array back down
-    the same trees (root to leaders BETWEEN, leaders to their nodes IN)."""
-    parts = parts_of(len(full), t.size)
-    leaders = sorted({t.leader(r) for r in range(t.size)})
-    nodes = [list(range(ld, min(ld + t.rpn, t.size))) for ld in leaders]
+def allgather_schedule(name: str) -> Callable[[Topology, np.ndarray], None]:
+    """The in-place all-gather of ``full`` (this rank's part already in it) by parvox's
+    ``allgather`` algorithm ``name``, on the emulated nodes."""
+    from parvox.collectives import alg_gather as ag
+    from parvox.collectives import alg_nodes as an
 
-    def span_of(group: list[int]) -> tuple[int, int]:  # contiguous ranks own contiguous parts
-        return parts[group[0]][0], parts[group[-1]][1]
-
-    def own(r: int, level: str) -> list[int]:
-        """The ranks whose parts ``r`` holds after the gather at ``level``."""
-        if level == "node":
-            return nodes[t.node(r)]
-        return list(range(t.size))
-
-    def run(rounds: list[list[tuple[int, int]]], held: Callable[[int], tuple[int, int]],
-            up: bool) -> None:
-        for rnd in rounds:
-            for src, dst in rnd:
-                a, b = held(src) if up else (0, len(full))
-                if t.rank == src:
-                    t.send(full[a:b], dst)
-                elif t.rank == dst:
-                    t.recv(full[a:b], src)
-
-    # up within nodes: a rank holds its subtree's parts (contiguous ranks)
-    for group in nodes:
-        if t.rank in group:
-            for rnd in _tree(group, up=True):
-                for src, dst in rnd:
-                    sub = [r for r in group if r >= src and r < src + (src - dst)]
-                    a, b = span_of(sub)
-                    if t.rank == src:
-                        t.send(full[a:b], dst)
-                    elif t.rank == dst:
-                        t.recv(full[a:b], src)
-    # up between leaders: a leader holds its nodes' parts
-    for rnd in _tree(leaders, up=True):
-        for src, dst in rnd:
-            k = leaders.index(src)
-            step = k - leaders.index(dst)
-            group = [r for ld in leaders[k: k + step] for r in nodes[leaders.index(ld)]]
-            a, b = span_of(group)
-            if t.rank == src:
-                t.send(full[a:b], dst)
-            elif t.rank == dst:
-                t.recv(full[a:b], src)
-    # down: the whole array, leaders first, then within nodes
-    run(_tree(leaders, up=False), lambda r: (0, len(full)), up=False)
-    for group in nodes:
-        if t.rank in group:
-            run(_tree(group, up=False), lambda r: (0, len(full)), up=False)
-    del own
-
-
-def s3(t: Topology, full: np.ndarray) -> None:
-    """No root: (a) each node's parts to its leader (IN, in parallel over nodes); (b) leaders
-    exchange their nodes' parts pairwise, recursive doubling (BETWEEN); (c) each leader sends
-    the rest of the array to its node's ranks (IN) -- the seed's scenario S3 with node leaders."""
-    parts = parts_of(len(full), t.size)
-    leaders = sorted({t.leader(r) for r in range(t.size)})
-    node = [r for r in range(t.size) if t.node(r) == t.node(t.rank)]
-    me = t.leader(t.rank)
-    for r in node[1:]:  # (a)
-        a, b = parts[r]
-        if t.rank == r:
-            t.send(full[a:b], me)
-        elif t.rank == me:
-            t.recv(full[a:b], r)
-    if t.rank == me:  # (b) recursive doubling over leaders (power of two), else a ring
-        k = leaders.index(me)
-        nl = len(leaders)
-
-        def span_nodes(first: int, count: int) -> tuple[int, int]:
-            lo = leaders[first]
-            hi = leaders[first + count] if first + count < nl else t.size
-            return parts[lo][0], parts[hi - 1][1]
-
-        if nl & (nl - 1) == 0:
-            d = 1
-            while d < nl:
-                partner = k ^ d
-                mine = span_nodes(k - k % d, d)
-                theirs = span_nodes(partner - partner % d, d)
-                if k < partner:
-                    t.send(full[mine[0]:mine[1]], leaders[partner])
-                    t.recv(full[theirs[0]:theirs[1]], leaders[partner])
-                else:
-                    t.recv(full[theirs[0]:theirs[1]], leaders[partner])
-                    t.send(full[mine[0]:mine[1]], leaders[partner])
-                d *= 2
+    def run(t: Topology, full: np.ndarray) -> None:
+        counts = [b - a for a, b in parts_of(len(full), t.size)]
+        if name in an.NODE_ALGORITHMS:
+            build = getattr(an, f"allgatherv_{name}")
+            sched = build(None, full, counts, t.rank, t.size, an.node_groups(t.size, t.rpn))
         else:
-            for j in range(nl):
-                if j != k:
-                    a, b = span_nodes(j, 1)
-                    c, e = span_nodes(k, 1)
-                    if k < j:
-                        t.send(full[c:e], leaders[j])
-                        t.recv(full[a:b], leaders[j])
-                    else:
-                        t.recv(full[a:b], leaders[j])
-                        t.send(full[c:e], leaders[j])
-    for r in node[1:]:  # (c): what r lacks, its own part excepted
-        a, b = parts[r]
-        if t.rank == me:
-            t.send(full[:a], r, 8)
-            t.send(full[b:], r, 9)
-        elif t.rank == r:
-            t.recv(full[:a], me, 8)
-            t.recv(full[b:], me, 9)
+            sched = getattr(ag, f"allgatherv_{name}")(None, full, counts, t.rank, t.size)
+        run_schedule(t, sched)
+
+    return run
 
 
-def roa_s1(t: Topology, x: np.ndarray) -> None:
-    """Scalar reduction-on-all, star: everyone to root, root adds, root to everyone."""
-    y = np.empty_like(x)
-    if t.rank == 0:
-        for r in range(1, t.size):
-            t.recv(y, r)
-            x += y
-        for r in range(1, t.size):
-            t.send(x, r)
-    else:
-        t.send(x, 0)
-        t.recv(x, 0)
+def allreduce_schedule(name: str) -> Callable[[Topology, np.ndarray], None]:
+    """The in-place sum of ``x`` over the ranks by parvox's ``allreduce`` algorithm ``name``."""
+    from parvox.collectives import alg_nodes as an
+    from parvox.collectives import alg_reduce as ar
+    from parvox.collectives.ops import parse_op
+
+    def run(t: Topology, x: np.ndarray) -> None:
+        op = parse_op("sum")
+        if name == "hierarchical":
+            sched = an.allreduce_hierarchical(x, x, op, t.rank, t.size,
+                                              an.node_groups(t.size, t.rpn))
+        else:
+            sched = getattr(ar, f"allreduce_{name}")(x, x, op, t.rank, t.size)
+        run_schedule(t, sched)
+
+    return run
 
 
-def roa_s2(t: Topology, x: np.ndarray) -> None:
-    """Scalar reduction-on-all over node-aware trees (within nodes, then between leaders, then
-    back), the transfers of a round in parallel."""
-    y = np.empty_like(x)
-    leaders = sorted({t.leader(r) for r in range(t.size)})
-    node = [r for r in range(t.size) if t.node(r) == t.node(t.rank)]
-    for trees in ((_tree(node, True),), (_tree(leaders, True),)):
-        for rounds in trees:
-            for rnd in rounds:
-                for src, dst in rnd:
-                    if t.rank == src:
-                        t.send(x, dst)
-                    elif t.rank == dst:
-                        t.recv(y, src)
-                        x += y
-    for rounds in (_tree(leaders, False), _tree(node, False)):
-        for rnd in rounds:
-            for src, dst in rnd:
-                if t.rank == src:
-                    t.send(x, dst)
-                elif t.rank == dst:
-                    t.recv(x, src)
-
-
-SCHEDULES = {"S1": s1, "S2": s2, "S3": s3}
-REDUCTIONS = {"S1": roa_s1, "S2": roa_s2}
+#: the seed's scenarios, then parvox's one-level all-gathers (which know no nodes)
+SCHEDULES = {"S1": allgather_schedule("linear"), "S2": allgather_schedule("hierarchical_tree"),
+             "S3": allgather_schedule("hierarchical"),
+             **{f"{alg} (knows no nodes)": allgather_schedule(alg)
+                for alg in ("binomial", "recursive_doubling", "ring")}}
+SCENARIOS = ("S1", "S2", "S3")
+REDUCTIONS = {"S1": allreduce_schedule("linear"), "S2": allreduce_schedule("hierarchical"),
+              "recursive_doubling (knows no nodes)": allreduce_schedule("recursive_doubling")}
 
 
 # -- the MPI worker ----------------------------------------------------------------------------
@@ -333,11 +259,6 @@ def worker(args: argparse.Namespace) -> None:
         sends = comm.allreduce(np.array([t.sends["IN"], t.sends["BETWEEN"]]), op=MPI.SUM)
         a2a[name] = {"s": span(comm, lambda s=sched: s(t, full), reps),
                      "in": int(sends[0]), "between": int(sends[1])}
-    mine = np.full(N_REALS // p, rank, np.float32)
-    got = np.empty(N_REALS // p * p, np.float32)
-    for alg in ("linear", "binomial", "recursive_doubling", "ring"):
-        a2a[f"parvox allgather {alg}"] = {"s": span(comm, lambda a=alg: coll.allgather(
-            mine, got, algorithm=a), reps)}
     out["a2a"] = a2a
     # Table 3: scalar reduction-on-all
     roa = {}
@@ -346,7 +267,8 @@ def worker(args: argparse.Namespace) -> None:
         red(t, x)
         assert x[0] == p * (p - 1) / 2 and x[1] == p, f"{name} reduced wrongly"
         roa[name] = span(comm, lambda r=red: r(t, np.array([1.0, 1.0])), 10 * reps)
-    roa["parvox allreduce auto"] = span(comm, lambda: coll.allreduce(np.ones(2)), 10 * reps)
+    roa["parvox allreduce auto (shared memory, no emulated link)"] = span(
+        comm, lambda: coll.allreduce(np.ones(2)), 10 * reps)
     out["roa"] = roa
     # Fig. 1: toall (root sends each its 1/P), N T of work (sleeping), toroot
     part = np.zeros(N_REALS // p, np.float32)
@@ -383,6 +305,7 @@ def worker(args: argparse.Namespace) -> None:
 
         fig1.append({"N": n, "T": unit, "measured": span(comm, run, reps)})
     out["fig1"] = fig1
+    t.close()
     if rank == 0:
         write_json(args.report, out)
 
@@ -407,10 +330,12 @@ def scenario_cost(name: str, p: int, rpn: int, t1: Callable[[str, float], float]
             sum(t1("BETWEEN", min(rpn, p) * 2**i / p) for i in range(levels_between))
         down = levels_between * t1("BETWEEN", 1.0) + levels_in * t1("IN", 1.0)
         return up + down
-    # S3: node parts to leaders (sequential within a node), leaders exchange, back to nodes
-    a = (min(rpn, p) - 1) * t1("IN", 1 / p)
+    # S3 (parvox's ``hierarchical``): node parts to leaders (binomial), leaders exchange both
+    # ways (recursive doubling; the seed counts the two directions one after the other), back
+    # within nodes (a node of two: the other rank's missing (P-1)/P; else a binomial bcast)
+    a = sum(t1("IN", 2**i / p) for i in range(levels_in))
     b = sum(t1("BETWEEN", min(rpn, p) * 2**i / p) for i in range(levels_between)) * 2
-    c = (min(rpn, p) - 1) * t1("IN", (p - 1) / p)
+    c = t1("IN", (p - 1) / p) if min(rpn, p) == 2 else levels_in * t1("IN", 1.0)
     return a + b + c
 
 
@@ -460,8 +385,9 @@ def main(argv: list[str] | None = None) -> int:
     rep = Report(
         "Seed 003 reproduced: ping-pong, the star model and faster collective schedules",
         f"`python bench/seeds/seed003.py{' --quick' if args.quick else ''}` on {line}. "
-        f"Ranks grouped {rpn} per emulated node; sends between nodes hold an emulated link "
-        f"of {args.between_mbps:g} MB/s and {args.between_latency_us:g} us (the seed's Fast "
+        f"Ranks grouped {rpn} per emulated node; sends between nodes hold their node's "
+        f"emulated link (one per node, shared by its ranks) of {args.between_mbps:g} MB/s and "
+        f"{args.between_latency_us:g} us (the seed's Fast "
         "Ethernet: 85.8 Mbit/s measured, 0.35 ms single trip for small messages); sends "
         "within a node are this machine's shared memory (the seed's dual-CPU nodes: 28 "
         f"MB/s over TCP loopback). P is {ranks} on {cores()} cores.")
@@ -559,8 +485,8 @@ def _table2(rep: Report, res: dict[int, Any], rpn: int) -> None:
 
         for name, fig in r["a2a"].items():
             seed = SEED_T2.get(p, {}).get(name)
-            model = scenario_cost(name, p, rpn, t1) if name in SCHEDULES else None
-            seed_model = scenario_cost(name, p, rpn, seed_t1) if name in SCHEDULES else None
+            model = scenario_cost(name, p, rpn, t1) if name in SCENARIOS else None
+            seed_model = scenario_cost(name, p, rpn, seed_t1) if name in SCENARIOS else None
             rows.append([p, name, 1e3 * fig["s"], fig.get("in"), fig.get("between"),
                          None if model is None else 1e3 * model,
                          None if seed_model is None else 1e3 * seed_model,
@@ -571,9 +497,15 @@ def _table2(rep: Report, res: dict[int, Any], rpn: int) -> None:
     rep.para("'computed' adds single trips as the seed does (sequential transfers of a rank "
              "add, the transfers of one round count once); from the seed's own Table 1 it "
              "reproduces the seed's dual-CPU 4-CPU column (S1 1,112, S2 738, S3 516 ms) when "
-             "the schedules match its scenarios. The seed's S3 on 4 CPUs sends 1/2 both ways "
-             "between the two middle CPUs; here the node leaders exchange their nodes' parts, "
-             "the same amounts. parvox's allgather algorithms know no nodes.")
+             "the schedules match its scenarios. Every row runs parvox's own schedule "
+             "(`parvox.collectives`) with the emulated link before each send between nodes: "
+             "S1 is `allgather` `linear` (the star), S2 `hierarchical_tree` and S3 "
+             "`hierarchical` (`collectives.alg_nodes`, nodes of `--ranks-per-node` ranks; "
+             "`configure(ranks_per_node=...)` in a program). The seed's S3 on 4 CPUs sends "
+             "1/2 both ways between the two middle CPUs; here the node leaders exchange their "
+             "nodes' parts, the same amounts. The one-level all-gathers (binomial, recursive "
+             "doubling, ring) know no nodes: compare their sends BETWEEN, which the ranks of "
+             "a node make one after the other on their node's one link.")
 
 
 def _table3(rep: Report, res: dict[int, Any]) -> None:
@@ -587,7 +519,11 @@ def _table3(rep: Report, res: dict[int, Any]) -> None:
     rep.table(["P", "schedule", "measured ms", "seed single-CPU ms", "seed dual-CPU ms"],
               rows)
     rep.para("Two scalars per message (the seed: 'sending one or two scalars takes the same "
-             "time'). S2 is node-aware: within nodes first, then between node leaders.")
+             "time'), with the emulated link between nodes. S1 is parvox's `allreduce` "
+             "`linear` (the star), S2 its node-aware `hierarchical` (within nodes to the "
+             "leaders, recursive doubling between the leaders, back within nodes: "
+             "`collectives.alg_nodes`); the last row is `allreduce` `auto` on this machine's "
+             "shared memory, without the emulated link.")
 
 
 if __name__ == "__main__":

@@ -70,10 +70,11 @@ def test_options_reach_their_fields(tmp_path):
     (tmp_path / "volume.json").write_text("{}")
     args = _parser().parse_args([
         str(tmp_path), "--cache-mb", "1.5", "--no-heap-retain", "--no-verify", "--threads", "3",
-        "--request-timeout", "7.5", "--max-requests", "2", "--port", "0",
+        "--request-timeout", "7.5", "--max-requests", "2", "--port", "0", "--split", "whole",
     ])
     validate(args)
     o = args.options
+    assert o.split == "whole"
     assert o.cache_bytes == 3 << 19 and o.heap_retain is False and o.verify is False
     assert (o.threads, o.request_timeout, o.max_requests, o.port) == (3, 7.5, 2, 0)
 
@@ -82,6 +83,7 @@ def test_options_reach_their_fields(tmp_path):
     (["--threads", "0"], "--threads"),
     (["--request-timeout", "0"], "--request-timeout"),
     (["--max-requests", "0"], "--max-requests"),
+    (["--split", "extents"], "--split"),
 ])
 def test_errors_name_the_option(tmp_path, argv, flag):
     from parvox.cli import UsageError

@@ -58,6 +58,7 @@ def _check(vol: np.ndarray, plane, raw: np.ndarray) -> None:
 
 @mpi_test(ranks=(1, 2, 3, 4), timeout=180)
 def test_slices_equal_the_serial_reference_scalar_and_rgb():
+    """... and split="whole" (seed 002's Fig. 10) gives the same slices, bit for bit."""
     from mpi4py import MPI
 
     from parvox.server.engine import SliceService
@@ -66,20 +67,33 @@ def test_slices_equal_the_serial_reference_scalar_and_rgb():
     comm = MPI.COMM_WORLD
     for rgb in (False, True):
         path, vol = _store(rgb=rgb)
-        # small batches and window 1: many tokens per slice, flow control on the hot path
-        with SliceService(path, ServerOptions(batch=3, window=1, cache_bytes=1 << 16), comm) as service:
-            if comm.Get_rank() == 0:
-                planes = _planes(service.source, 8, seed=3 + rgb)
-                futures = [service.submit(p) for p in planes]  # all in flight at once
-                for plane, fut in zip(planes, futures, strict=True):
-                    _check(vol, plane, fut.result(timeout=120))
-                stats = service.stats()
-                assert stats["slices_served"] == len(planes)
-                assert stats["bytes_read"] > 0
-                assert [r["rank"] for r in stats["ranks"]] == list(range(comm.Get_size()))
-                service.flow.stop_all()
-            else:
-                service.flow.serve_forever()
+        raws = []
+        for split in ("batches", "whole"):
+            # small batches and window 1: many tokens per slice, flow control on the hot path
+            # ("whole": one token per server and slice; with window 1 the last of 9 requests
+            # would wait for the 8 before it with no progress of its own, so window 2)
+            opts = ServerOptions(batch=3, window=1 if split == "batches" else 2,
+                                 cache_bytes=1 << 16, split=split)
+            with SliceService(path, opts, comm) as service:
+                if comm.Get_rank() == 0:
+                    planes = _planes(service.source, 8, seed=3 + rgb)
+                    planes.append(service.plane(center=(500, 500, 500), normal=(1, 0, 0),
+                                                size=(7, 5)))  # cuts no extent
+                    futures = [service.submit(p) for p in planes]  # all in flight at once
+                    raws.append([fut.result(timeout=120) for fut in futures])
+                    for plane, raw in zip(planes, raws[-1], strict=True):
+                        _check(vol, plane, raw)
+                    stats = service.stats()
+                    assert stats["slices_served"] == len(planes)
+                    assert stats["bytes_read"] > 0
+                    assert [r["rank"] for r in stats["ranks"]] == list(range(comm.Get_size()))
+                    service.flow.stop_all()
+                else:
+                    service.flow.serve_forever()
+        if comm.Get_rank() == 0:
+            for a, b in zip(*raws, strict=True):
+                assert a.dtype == b.dtype
+                np.testing.assert_array_equal(a, b)
 
 
 @mpi_test(ranks=(1, 2, 3, 4), timeout=180)

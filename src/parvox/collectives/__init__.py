@@ -2,9 +2,11 @@
 
 A collective is a :class:`Schedule` of rounds of sends, receives and local reductions/copies,
 run on a private duplicate of the communicator. Every operation offers several algorithms
-(linear/star, binomial, recursive doubling, pipelined ring, Rabenseifner, pairwise, Bruck, and
-MPI's own ``native``) plus ``auto``, and an ``i`` form whose typed request is progressed by
-test calls, a progress thread or only at wait (:mod:`parvox.collectives.progress`). Code
+(linear/star, binomial, recursive doubling, pipelined ring, Rabenseifner, pairwise, Bruck,
+node-aware two-level schedules (:mod:`parvox.collectives.alg_nodes`, nodes set by
+:func:`configure` ``ranks_per_node``), and MPI's own ``native``) plus ``auto``, and an ``i``
+form whose typed request is progressed by test calls, a progress thread or only at wait
+(:mod:`parvox.collectives.progress`). Code
 written for mpi4py runs on these algorithms through :class:`Intracomm`
 (:mod:`parvox.collectives.facade`). :func:`exchange_by_destination` sends each element of some
 parallel arrays to the rank it names (:mod:`parvox.collectives.exchange`).
@@ -81,6 +83,7 @@ from parvox.collectives.requests import (
     waitany,
 )
 from parvox.collectives.schedule import Schedule
+from parvox.errors import ParameterError
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -153,6 +156,7 @@ def configure(
     progress: str | None = None,
     timeout: float | None = None,
     check: bool | None = None,
+    ranks_per_node: int | str | None = None,
 ) -> Context:
     """Set the defaults of a communicator (collective: call it on every rank).
 
@@ -171,6 +175,12 @@ def configure(
         (<= 0 means wait for ever).
     check : bool, optional
         Verify before each collective that all ranks pass the same counts, dtypes and root.
+    ranks_per_node : int or "shared", optional
+        The nodes of the node-aware algorithms (``allgather``: ``hierarchical``,
+        ``hierarchical_tree``; ``allreduce``: ``hierarchical``; :mod:`.alg_nodes`): nodes of
+        this many consecutive ranks (the last one smaller when it does not divide the rank
+        count), or ``"shared"`` for the ranks MPI reports to share memory (the default, or
+        ``$PARVOX_RANKS_PER_NODE``).
 
     Returns
     -------
@@ -181,6 +191,10 @@ def configure(
     --------
     >>> configure(progress="test").progress
     'test'
+    >>> configure(ranks_per_node=2).nodes()  # one rank here: one node
+    ((0,),)
+    >>> configure(ranks_per_node="shared").ranks_per_node is None
+    True
     """
     ctx = context(comm)
     if algorithm is not None:
@@ -195,6 +209,13 @@ def configure(
         ctx.timeout = timeout if timeout > 0 else None
     if check is not None:
         ctx.check = bool(check)
+    if isinstance(ranks_per_node, str):
+        if ranks_per_node != "shared":
+            raise ParameterError("ranks_per_node", "ranks_per_node must be an integer >= 1 or "
+                                 f"'shared', got {ranks_per_node!r}")
+        ctx.set_ranks_per_node(None)
+    elif ranks_per_node is not None:
+        ctx.set_ranks_per_node(ranks_per_node)
     return ctx
 
 

@@ -21,8 +21,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, cast
 
 from parvox.collectives._mpi import mpi
+from parvox.collectives.alg_nodes import Nodes, node_groups
 from parvox.collectives.progress import parse_progress
 from parvox.comm import private_comm
+from parvox.errors import ParameterError
 from parvox.tags import COLLECTIVES
 
 if TYPE_CHECKING:
@@ -54,6 +56,10 @@ class Context:
         Default timeout (seconds) of blocking collectives and waits; None waits for ever.
     check : bool
         Verify before every collective that all ranks agree on counts, dtypes and root.
+    ranks_per_node : int or None
+        The nodes of the node-aware algorithms (``hierarchical``, ``hierarchical_tree``):
+        consecutive ranks in nodes of this many ranks, or None for the ranks that share memory
+        as MPI reports them (``MPI.COMM_TYPE_SHARED``).
     """
 
     comm: MPI.Intracomm
@@ -63,13 +69,58 @@ class Context:
     algorithm: AlgorithmChoice = "auto"
     timeout: float | None = None
     check: bool = False
+    ranks_per_node: int | None = None
     counter: int = 0
     tag_top: int = COLLECTIVES.base + COLLECTIVES.size
+    _nodes: Nodes | None = dataclasses.field(default=None, repr=False)
+
+    def nodes(self) -> Nodes:
+        """The ranks of each node (collective the first time when ``ranks_per_node`` is
+        None: every rank asks MPI which ranks share its memory); kept until it changes."""
+        if self._nodes is None:
+            if self.ranks_per_node is not None:
+                self._nodes = node_groups(self.size, self.ranks_per_node)
+            else:
+                self._nodes = shared_memory_nodes(self.comm)
+        return self._nodes
+
+    def set_ranks_per_node(self, ranks_per_node: int | None) -> None:
+        """Group the ranks into nodes of ``ranks_per_node`` (None: MPI's shared-memory nodes)."""
+        if ranks_per_node is not None:
+            node_groups(self.size, ranks_per_node)  # validates
+            ranks_per_node = int(ranks_per_node)
+        self.ranks_per_node = ranks_per_node
+        self._nodes = None
 
     def next_tag(self) -> int:
         """A fresh tag: every rank calls collectives in the same order, so tags agree."""
         self.counter += 1
         return COLLECTIVES.base + self.counter % (self.tag_top - COLLECTIVES.base)
+
+
+def shared_memory_nodes(comm: MPI.Intracomm) -> Nodes:
+    """The ranks of ``comm`` that share memory with each other (collective), grouped by node
+    in the order of their lowest rank."""
+    MPI = mpi()
+    local = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    try:
+        leader = local.allreduce(comm.Get_rank(), op=MPI.MIN)
+    finally:
+        local.Free()
+    groups: dict[int, list[int]] = {}
+    for r, first in enumerate(comm.allgather(leader)):
+        groups.setdefault(first, []).append(r)
+    return tuple(tuple(g) for _, g in sorted(groups.items()))
+
+
+def _env_ranks_per_node() -> int | None:
+    raw = os.environ.get("PARVOX_RANKS_PER_NODE", "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or int(raw) < 1:
+        raise ParameterError("PARVOX_RANKS_PER_NODE",
+                             f"PARVOX_RANKS_PER_NODE must be an integer >= 1, got {raw!r}")
+    return int(raw)
 
 
 def _env_timeout() -> float | None:
@@ -107,6 +158,7 @@ def context(comm: MPI.Comm | None = None) -> Context:
             timeout=_env_timeout(),
             check=os.environ.get("PARVOX_CHECK_COLLECTIVES", "") not in ("", "0"),
             tag_top=int(min(tag_ub, 2**30)) + 1,
+            ranks_per_node=_env_ranks_per_node(),
         )
         comm.Set_attr(_KEYVAL, ctx)
     return ctx

@@ -36,6 +36,7 @@ from parvox.collectives._context import Context
 from parvox.collectives._engine import ENGINE
 from parvox.collectives._mpi import mpi
 from parvox.collectives._native import Native
+from parvox.collectives.alg_nodes import NODE_ALGORITHMS
 from parvox.collectives.algorithms import TABLE, Args, Builder, choose, parse_algorithm
 from parvox.collectives.ops import ReduceOp
 from parvox.collectives.progress import parse_progress, thread
@@ -206,6 +207,8 @@ def launch(
         _check(ctx, operation, (operation, *signature))
     mode, run_now = _mode(ctx, progress)
     limit = timeout if timeout is not None else ctx.timeout
+    if alg in NODE_ALGORITHMS:
+        args = args._replace(nodes=ctx.nodes())
     tag = ctx.next_tag()
     build = builders.get(alg) if builders is not None else None
     plan = (build or TABLE[operation, alg])(args)

@@ -33,6 +33,7 @@ from numpy.typing import NDArray
 from parvox.collectives import _native as nat
 from parvox.collectives import alg_alltoall as a2a
 from parvox.collectives import alg_gather as ag
+from parvox.collectives import alg_nodes as an
 from parvox.collectives import alg_reduce as ar
 from parvox.collectives import alg_scan as asc
 from parvox.collectives.ops import ReduceOp
@@ -67,6 +68,10 @@ class Args(NamedTuple):
         Elements per rank (the v-forms, reduce_scatter) or sent per destination (alltoallv).
     rcounts : tuple of int
         Elements received per source (alltoallv).
+    nodes : tuple of tuple of int
+        The ranks of each node, for the node-aware algorithms
+        (:data:`~parvox.collectives.alg_nodes.NODE_ALGORITHMS`; filled in by the launch from
+        the communicator's setting).
     """
 
     rank: int
@@ -79,6 +84,7 @@ class Args(NamedTuple):
     rcounts: tuple[int, ...] = ()
     segment: int | None = None
     dtype: np.dtype[Any] | None = None
+    nodes: an.Nodes = ()
 
     @property
     def s(self) -> Array:
@@ -149,6 +155,8 @@ TABLE: dict[tuple[str, str], Builder] = {
         a.s, a.r, a.rop, a.rank, a.size, a.seg),
     ("allreduce", "rabenseifner"): lambda a: ar.allreduce_rabenseifner(
         a.s, a.r, a.rop, a.rank, a.size),
+    ("allreduce", "hierarchical"): lambda a: an.allreduce_hierarchical(
+        a.s, a.r, a.rop, a.rank, a.size, a.nodes),
     ("allreduce", "native"): nat.allreduce,
     ("reduce_scatter", "linear"): lambda a: ar.reduce_scatter_linear(
         a.s, a.r, a.counts, a.rop, a.rank, a.size),
@@ -175,6 +183,10 @@ TABLE: dict[tuple[str, str], Builder] = {
     ("allgather", "recursive_doubling"): lambda a: ag.allgatherv_recursive_doubling(
         a.send, a.r, a.counts, a.rank, a.size),
     ("allgather", "bruck"): lambda a: ag.allgatherv_bruck(a.send, a.r, a.counts, a.rank, a.size),
+    ("allgather", "hierarchical"): lambda a: an.allgatherv_hierarchical(
+        a.send, a.r, a.counts, a.rank, a.size, a.nodes),
+    ("allgather", "hierarchical_tree"): lambda a: an.allgatherv_hierarchical_tree(
+        a.send, a.r, a.counts, a.rank, a.size, a.nodes),
     ("allgather", "native"): nat.allgather,
     ("gather", "linear"): lambda a: ag.gatherv_linear(
         a.send, a.recv, a.counts, a.root, a.rank, a.size),

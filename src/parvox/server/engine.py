@@ -5,8 +5,9 @@ One slice request is one dataflow operation (seed Figures 6-10):
 * **split** (rank 0): find the extents the plane cuts (:func:`parvox.slicing.cut_extents`),
   group them by the rank serving their disk (the configuration map), in (disk, slot) order, and
   cut each rank's list into batches of ``batch`` extents; batches are dealt to the ranks in turn
-  so all ranks start at once. A small slice is one token per rank: the seed's improved variant
-  where each server gets the whole request for its extents.
+  so all ranks start at once. With ``split="whole"`` (:mod:`parvox.server.split`, the seed's
+  improved variant of Figures 9-10) rank 0 sends each server the whole request instead, and
+  the server finds its own extents in its read stage.
 * **read** (the owning rank, its ExtentServer): read the batch through the rank's
   :class:`~parvox.volume.ExtentReader` (``pread`` thread pool, LRU cache, checksums verified);
 * **extract** (same rank, its ComputeServer thread, overlapping the next read): extract and
@@ -74,6 +75,7 @@ from parvox.server.boxes import BoxReads
 from parvox.server.imaging import encode_slice
 from parvox.server.options import ServerOptions
 from parvox.server.overview import Overview, overview_planes
+from parvox.server.split import whole_request
 from parvox.server.stats import RequestStats, ServerBusy, rank_figures
 from parvox.slicing import (
     Plane,
@@ -193,7 +195,7 @@ class SliceService:
     store : VolumeStore or path
     options : ServerOptions, optional
         The settings (the defaults without it); this class uses ``cache_bytes``, ``threads``, ``verify``, ``window``,
-        ``batch``, ``max_pending``, ``max_requests``, ``request_timeout``, ``encode_threads``,
+        ``batch``, ``split`` (:mod:`parvox.server.split`), ``max_pending``, ``max_requests``, ``request_timeout``, ``encode_threads``,
         ``png_level`` and ``dead_after``.
     comm : MPI communicator, optional
     disk_map : DiskMap, optional
@@ -233,10 +235,13 @@ class SliceService:
             merge_rank, placement = stage_placement(stages, self.nranks)
             #: the rank encoding the slices of :meth:`submit_encoded` (0 or ``merge_rank``)
             self.encode_rank = placement.pop("encode", 0)
+            # the seed's Fig. 7 (rank 0 cuts batches) or Fig. 10 (each server its own extents)
+            split, read = ((self._split, self._read) if options.split == "batches"
+                           else whole_request(self.source))
             op = Operation(
                 "slice" if merge_rank == 0 else "slice-parts",
-                split=self._split,
-                stages=(Stage(self._read, "read", queue=2),
+                split=split,
+                stages=(Stage(read, "read", queue=2),
                         Stage(self._extract, "extract", queue=2)),
                 merge=self._merge,
                 init=self._init,

@@ -32,6 +32,7 @@ from parvox.io.neuroglancer import ENCODINGS
 from parvox.server.imaging import DEFAULT_PNG_LEVEL
 from parvox.server.params import DEFAULT_MAX_SIZE
 from parvox.server.png import parse_png_level
+from parvox.server.split import parse_split
 
 __all__ = ["OptionDoc", "ServerOptions", "option_doc", "option_docs"]
 
@@ -96,6 +97,11 @@ class ServerOptions:
     verify: bool = _field(True, "Verify each extent's checksum when it is read.")
     window: int = _field(4, "Tokens in flight per rank (dataflow flow control, >= 1).")
     batch: int = _field(128, "Extents per token (>= 1).")
+    split: str = _field(
+        "batches", "Where a slice request is cut into extents: batches (rank 0 sends each "
+        "server its extents in tokens of batch, seed 002's Fig. 7) or whole (each server gets "
+        "the whole request and finds its own extents, Fig. 10).", metavar="HOW",
+    )
     coalesce: int = _field(
         1, "Most tokens or results one MPI message carries to one rank (dataflow coalescing, "
         ">= 1; 1: off).", metavar="N",
@@ -168,6 +174,7 @@ class ServerOptions:
             raise ParameterError(
                 "coalesce_delay", f"coalesce_delay must be >= 0, got {self.coalesce_delay}"
             )
+        parse_split(self.split)
         if self.precomputed_encoding not in ENCODINGS:
             raise ParameterError("precomputed_encoding", f"precomputed_encoding must be one of "
                                  f"{ENCODINGS}, got {self.precomputed_encoding!r}")
