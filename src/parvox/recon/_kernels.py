@@ -153,6 +153,14 @@ def _siddon(starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi):  # pr
     st0 = s0 * n1 * n2
     st1 = s1 * n2
     voxel = (k0 * n1 + k1) * n2 + k2
+    # planes as floats (k + e, exact), so that a step is an add, not a conversion; and the
+    # steps left before the line leaves the grid along each axis
+    f0 = float(k0 + e0)
+    f1 = float(k1 + e1)
+    f2 = float(k2 + e2)
+    left0 = n0 - 1 - k0 if s0 > 0 else k0
+    left1 = n1 - 1 - k1 if s1 > 0 else k1
+    left2 = n2 - 1 - k2 if s2 > 0 else k2
     n = 0
     cur = tmin
     while True:
@@ -176,23 +184,26 @@ def _siddon(starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi):  # pr
             break
         cur = nxt
         if m == 0:
-            k0 += s0
-            if k0 < 0 or k0 >= n0:
+            if left0 == 0:
                 break
+            left0 -= 1
             voxel += st0
-            x0 = b0 + (k0 + e0) * i0
+            f0 += s0
+            x0 = b0 + f0 * i0
         elif m == 1:
-            k1 += s1
-            if k1 < 0 or k1 >= n1:
+            if left1 == 0:
                 break
+            left1 -= 1
             voxel += st1
-            x1 = b1 + (k1 + e1) * i1
+            f1 += s1
+            x1 = b1 + f1 * i1
         else:
-            k2 += s2
-            if k2 < 0 or k2 >= n2:
+            if left2 == 0:
                 break
+            left2 -= 1
             voxel += s2
-            x2 = b2 + (k2 + e2) * i2
+            f2 += s2
+            x2 = b2 + f2 * i2
     return n
 
 
