@@ -442,6 +442,13 @@ def line_order(starts, ends, lo, vox, n_slabs):  # pragma: no cover - compiled
     then by transaxial direction (``ORDER_DIRECTIONS`` bins of a pseudo-angle in ``[0, pi)``),
     and kept in input order inside a bin (a counting sort: stable, and the same permutation
     for the same lines). Consecutive lines then share many of their voxels' cache lines.
+
+    Examples
+    --------
+    >>> starts = np.array([[9.0, 0, -5], [0.0, -5, 0], [0.0, 0, -5]])
+    >>> ends = np.array([[9.0, 0, 5], [0.0, 5, 0], [0.0, 0, 5]])
+    >>> line_order(starts, ends, np.zeros(3), np.ones(3), 3)  # slab 2 last; x before y
+    array([2, 1, 0])
     """
     n = starts.shape[0]
     bins = n_slabs * ORDER_DIRECTIONS
