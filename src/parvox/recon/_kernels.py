@@ -5,7 +5,8 @@ scratch arrays (flat voxel index, weight in mm), returning how many it wrote. Ev
 -- forward projection, back-projection, system-matrix rows, the EM step -- is a loop over lines
 around the same tracer, so all of them use exactly the same weights: the back-projector is the
 exact adjoint of the forward projector, and rows stored in memory reproduce the on-the-fly
-result bit for bit.
+result bit for bit (for lines in the same order: :func:`line_order` is the order the
+projectors use).
 
 Geometry arguments, shared by all kernels:
 
