@@ -13,9 +13,11 @@ line ``starts[i] -> ends[i]`` (mm; axes ``(z, y, x)``); ``back_project`` is its 
     image is zero, so a line that misses the grid gives 0 with both methods.
 
 :class:`Rows` holds the system-matrix rows of a batch of lines in compressed (CSR) form, as the
-OSEM loop keeps them in memory; applying stored rows gives bit for bit what the on-the-fly
-projectors give, since both come from the same compiled tracer
-(:mod:`parvox.recon._kernels`). Kernels release the GIL.
+OSEM loop keeps them in memory; both come from the same compiled tracer
+(:mod:`parvox.recon._kernels`), so stored rows give the on-the-fly forward projection bit for
+bit, and its back-projection to rounding (the projectors visit the lines in an order that keeps
+the image's cache lines warm, :func:`parvox.recon._kernels.line_order`; a back-projection's
+sums then run in that order, the same one for the same lines). Kernels release the GIL.
 
 Examples
 --------
@@ -75,6 +77,15 @@ def _lines(starts: Any, ends: Any) -> tuple[np.ndarray, np.ndarray]:
     return s, e
 
 
+def _in_order(s: np.ndarray, e: np.ndarray, shape: Sequence[int], lo: np.ndarray,
+              vox: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The lines in :func:`parvox.recon._kernels.line_order`'s order (so that consecutive lines
+    share cache lines of the image), and that order."""
+    n_slabs = -(-int(shape[0]) // K.ORDER_SLAB)
+    order = K.line_order(s, e, lo, vox, n_slabs)
+    return order, s[order], e[order]
+
+
 def _grid(shape: Sequence[int], voxel_size: Any, origin: Any) -> ImageGrid:
     return ImageGrid(tuple(shape), voxel_size, origin)  # type: ignore[arg-type]
 
@@ -132,20 +143,23 @@ def forward_project(
     s, e = _lines(starts, ends)
     code = METHODS[parse_method(method)]
     shape, lo, vox = grid.kernel_geometry()
-    out = np.empty(s.shape[0], dtype=np.float64)
+    order, s, e = _in_order(s, e, grid.shape, lo, vox)  # each line's sum stays the same
+    projected = np.empty(s.shape[0], dtype=np.float64)
     flat = np.ascontiguousarray(img).reshape(-1)
     bound = K.scratch_size(grid.shape, code)
     n_threads = min(resolve_threads(threads), max(s.shape[0], 1))
     if n_threads == 1:
-        K.forward(flat, s, e, shape, lo, vox, code, bound, out)
+        K.forward(flat, s, e, shape, lo, vox, code, bound, projected)
     else:
         def part(p: int) -> None:
             a, b = split_extent(s.shape[0], n_threads, p)
-            K.forward(flat, s[a:b], e[a:b], shape, lo, vox, code, bound, out[a:b])
+            K.forward(flat, s[a:b], e[a:b], shape, lo, vox, code, bound, projected[a:b])
 
         with ThreadTeam(n_threads) as team:
             team.run(part)
-    return out.astype(img.dtype, copy=False)
+    out = np.empty(s.shape[0], dtype=img.dtype)
+    out[order] = projected
+    return out
 
 
 def back_project(
@@ -179,7 +193,7 @@ def back_project(
         dtype of the new image when ``out`` is not given.
     threads : int, optional
         Threads (as in :func:`forward_project`). Each owns a range of voxels and traces every
-        line, adding only into its range: every voxel gets its terms in line order, so the
+        line, adding only into its range: every voxel gets its terms in the same order, so the
         image is the one-thread image bit for bit (the tracing, about half of the work, is
         repeated per thread).
 
@@ -199,6 +213,8 @@ def back_project(
     else:
         _check_out(out, grid.shape)
     kshape, lo, vox = grid.kernel_geometry()
+    order, s, e = _in_order(s, e, grid.shape, lo, vox)
+    v = v[order]
     flat = out.reshape(-1)
     bound = K.scratch_size(grid.shape, code)
     n_threads = min(resolve_threads(threads), flat.shape[0])
