@@ -5,7 +5,9 @@ FFTW plan does; :meth:`DistFFT.forward` and :meth:`DistFFT.backward` then run on
 the plan's layouts (:attr:`~DistFFT.input_grid`, :attr:`~DistFFT.output_grid`). 1-D transforms
 are ``scipy.fft`` calls (one worker per rank), each on the axis that is whole at that point;
 the transposes are :class:`~parvox.fft.transpose.Transpose` all-to-alls, pipelined with the 1-D
-transforms as in seed 004 (``pipeline=True``) or blocking (``pipeline=False``).
+transforms as in seed 004 (``pipeline=True``) or blocking (``pipeline=False``). A slab plan
+fuses its 2-D transforms with the all-to-all's pack instead (:class:`~parvox.fft.slab.SlabFFT`,
+tiles of input planes), about half the passes over memory.
 
 A real ``dtype`` makes a real-to-complex plan (``rfftn``: the last axis holds ``n // 2 + 1``
 frequencies); a complex one a complex-to-complex plan. ``transposed_out=True`` leaves the
@@ -119,7 +121,8 @@ class DistFFT:
     pipeline : bool
         Pipelined non-blocking transposes (seed 004); ``False`` for blocking all-to-alls.
     tile : int or "auto"
-        Planes per tile; ``"auto"`` times a few tile factors with a short probe (one forward
+        Planes per tile (slab plans: planes of the input slab); ``"auto"`` times a few tile
+        factors, one whole tile among them, with a short probe (one forward
         transform each) when the plan is made and keeps the fastest (same on every rank).
     window : int or "auto"
         Tiles in flight at most; ``"auto"`` (default) chooses it with the tile, per transpose,

@@ -92,6 +92,12 @@ class SlabFFT:
         This rank's shapes: ``(a, n1, n2)`` and ``(n0, b, m2)``.
     planes : int
         The most input planes any rank holds: the range the tiles cut (same on every rank).
+
+    Examples
+    --------
+    >>> s = SlabFFT(None, (4, 6, 6), real=True)
+    >>> s.input_local, s.output_local, s.planes
+    ((4, 6, 6), (4, 6, 4), 4)
     """
 
     def __init__(
@@ -250,7 +256,8 @@ class SlabFFT:
                     plane[s:e] = work[r0 + k] if j == q else blocks[j][k - k0]
                 fft_in_place(plane, 0, False, norm)
                 if self.real:
-                    out[k] = sfft.irfft(plane, n=n2, axis=1, norm=norm, workers=1)
+                    out[k] = sfft.irfft(plane, n=n2, axis=1, norm=norm, overwrite_x=True,
+                                        workers=1)
                 else:
                     fft_in_place(plane, 1, False, norm)
                     out[k] = plane
