@@ -138,6 +138,29 @@ class SlabFFT:
         frm = [0 if i == q else self._held(i, k0, k1) * b * m2 for i in range(self.size)]
         return (to, frm) if forward else (frm, to)
 
+    def _blocks(self, buf: np.ndarray, counts: list[int], k0: int, k1: int) -> list[np.ndarray]:
+        """``buf`` cut into the blocks this rank's planes ``[k0, k1)`` exchange with each rank:
+        block ``j`` is (planes, rank ``j``'s columns, ``m2``); the own one is empty."""
+        mine = self._held(self.index, k0, k1)
+        blocks, pos = [], 0
+        for j, (s, e) in enumerate(self.cols):
+            rows = 0 if j == self.index else mine
+            blocks.append(buf[pos : pos + counts[j]].reshape(rows, e - s, self.m2))
+            pos += counts[j]
+        return blocks
+
+    def _row_runs(self, arr: np.ndarray, k0: int, k1: int) -> list[tuple[slice, int, int]]:
+        """Per other rank ``i``: the rows of ``arr`` (output layout) that ``i``'s planes
+        ``[k0, k1)`` fill, and the ``[start, stop)`` of the packed buffer that holds them."""
+        runs, pos = [], 0
+        per = arr.shape[1] * self.m2
+        for i, (s, _) in enumerate(self.rows):
+            if i != self.index:
+                c = self._held(i, k0, k1)
+                runs.append((slice(s + k0, s + k0 + c), pos, pos + c * per))
+                pos += c * per
+        return runs
+
     def _others(self, arr: np.ndarray, k0: int, k1: int) -> np.ndarray | None:
         """The rows of ``arr`` (output layout) that the other ranks' whole slabs fill, as one
         flat view, when the tile is every plane and those rows are one contiguous range."""
@@ -186,13 +209,7 @@ class SlabFFT:
             return p
 
         def pack(k0: int, k1: int, send: np.ndarray) -> None:
-            scounts, _ = self._counts(k0, k1, True)
-            mine = self._held(q, k0, k1)
-            blocks, pos = [], 0
-            for j, (s, e) in enumerate(cols):
-                blocks.append(send[pos : pos + scounts[j]].reshape(mine * (j != q), e - s,
-                                                                    self.m2))
-                pos += scounts[j]
+            blocks = self._blocks(send, self._counts(k0, k1, True)[0], k0, k1)
             for k in range(k0, min(k1, self.input_local[0])):
                 p = transform(k)
                 for j, (s, e) in enumerate(cols):
@@ -202,14 +219,8 @@ class SlabFFT:
                         blocks[j][k - k0] = p[s:e]
 
         def unpack(k0: int, k1: int, recv: np.ndarray) -> None:
-            pos = 0
-            for i, (s, _) in enumerate(self.rows):
-                if i == q:
-                    continue
-                c = self._held(i, k0, k1)
-                n = c * out.shape[1] * self.m2
-                out[s + k0 : s + k0 + c] = recv[pos : pos + n].reshape(c, *out.shape[1:])
-                pos += n
+            for rows, p0, p1 in self._row_runs(out, k0, k1):
+                out[rows] = recv[p0:p1].reshape(out[rows].shape)
 
         run = self._pipeline(pack, unpack, out, True, pipelined, tile, window, progress, tests)
         fft_in_place(out, 0, True, norm)
@@ -233,23 +244,11 @@ class SlabFFT:
         plane = self._plane
 
         def pack(k0: int, k1: int, send: np.ndarray) -> None:
-            pos = 0
-            for i, (s, _) in enumerate(self.rows):
-                if i == q:
-                    continue
-                c = self._held(i, k0, k1)
-                n = c * work.shape[1] * self.m2
-                send[pos : pos + n].reshape(c, *work.shape[1:])[...] = work[s + k0 : s + k0 + c]
-                pos += n
+            for rows, p0, p1 in self._row_runs(work, k0, k1):
+                send[p0:p1].reshape(work[rows].shape)[...] = work[rows]
 
         def unpack(k0: int, k1: int, recv: np.ndarray) -> None:
-            _, rcounts = self._counts(k0, k1, False)
-            mine = self._held(q, k0, k1)
-            blocks, pos = [], 0
-            for j, (s, e) in enumerate(cols):
-                blocks.append(recv[pos : pos + rcounts[j]].reshape(mine * (j != q), e - s,
-                                                                    self.m2))
-                pos += rcounts[j]
+            blocks = self._blocks(recv, self._counts(k0, k1, False)[1], k0, k1)
             r0 = self.rows[q][0]
             for k in range(k0, min(k1, self.input_local[0])):
                 for j, (s, e) in enumerate(cols):
