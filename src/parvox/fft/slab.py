@@ -294,8 +294,8 @@ class SlabFFT:
         send_most = sum(self._counts(0, most, forward)[0])
         recv_most = sum(self._counts(0, most, forward)[1])
         key = (send_most, recv_most, forward)
-        if key not in self._buffers:
-            self._buffers.clear()
+        if key not in self._buffers and len(self._buffers) >= 4:  # forward and backward, a
+            self._buffers.clear()  # tile or two: keep a few kinds, not every tile ever used
 
         def prepare(t: int) -> tuple[np.ndarray, np.ndarray, Callable[[], None]]:
             """Pack tile ``t``; its send and receive buffers and what to do on arrival."""
