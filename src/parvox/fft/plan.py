@@ -5,7 +5,9 @@ FFTW plan does; :meth:`DistFFT.forward` and :meth:`DistFFT.backward` then run on
 the plan's layouts (:attr:`~DistFFT.input_grid`, :attr:`~DistFFT.output_grid`). 1-D transforms
 are ``scipy.fft`` calls (one worker per rank), each on the axis that is whole at that point;
 the transposes are :class:`~parvox.fft.transpose.Transpose` all-to-alls, pipelined with the 1-D
-transforms as in seed 004 (``pipeline=True``) or blocking (``pipeline=False``).
+transforms as in seed 004 (``pipeline=True``) or blocking (``pipeline=False``). A slab plan
+fuses its 2-D transforms with the all-to-all's pack instead (:class:`~parvox.fft.slab.SlabFFT`,
+tiles of input planes), about half the passes over memory.
 
 A real ``dtype`` makes a real-to-complex plan (``rfftn``: the last axis holds ``n // 2 + 1``
 frequencies); a complex one a complex-to-complex plan. ``transposed_out=True`` leaves the
@@ -49,6 +51,7 @@ from parvox.fft.layout import (
     slab_grid,
     subcomms,
 )
+from parvox.fft.slab import SlabFFT
 from parvox.fft.transpose import Transpose, same_view
 
 __all__ = ["NORMS", "DistFFT", "parse_norm"]
@@ -57,7 +60,7 @@ NORMS = ("backward", "ortho", "forward")
 #: whole-array transforms run in chunks of about this many bytes (no huge temporaries)
 _CHUNK_BYTES = 4 << 20
 #: ``tile="auto"`` probes tiles that cut the longest tile axis into this many tiles
-_AUTO_TILE_COUNTS = (2, 4, 8, 16, 32, 64)
+_AUTO_TILE_COUNTS = (1, 2, 4, 8, 16, 32, 64)
 
 
 def parse_norm(norm: str | None) -> str:
@@ -118,7 +121,8 @@ class DistFFT:
     pipeline : bool
         Pipelined non-blocking transposes (seed 004); ``False`` for blocking all-to-alls.
     tile : int or "auto"
-        Planes per tile; ``"auto"`` times a few tile factors with a short probe (one forward
+        Planes per tile (slab plans: planes of the input slab); ``"auto"`` times a few tile
+        factors, one whole tile among them, with a short probe (one forward
         transform each) when the plan is made and keeps the fastest (same on every rank).
     window : int or "auto"
         Tiles in flight at most; ``"auto"`` (default) chooses it with the tile, per transpose,
@@ -215,9 +219,12 @@ class DistFFT:
         m2 = self.output_shape[2]
         size = self.comm.Get_size()
         rank = self.comm.Get_rank()
+        self._slab: SlabFFT | None = None
         if self.decomposition == "slab":
             t01 = Transpose(self.comm, 0, 1, n0, n1)
             t10 = Transpose(self.comm, 1, 0, n1, n0)
+            self._slab = SlabFFT(self.comm, self.shape, self.real, self.complex_dtype)
+            self._t01, self._t10 = t01, t10
             self.input_grid = slab_grid(self.shape, size, 0)
             self._in_local = (_part(n0, size, rank), n1, n2)
             if self.transposed_out:
@@ -430,6 +437,8 @@ class DistFFT:
         Intermediate arrays are the plan's work arrays, reused by the next call.
         """
         self._windows = []
+        if self._slab is not None:
+            return self._run_slab(self._slab, x, forward, norm, tile, final)
         steps: list[tuple[str, Any]] = [("axis", a) for a in sched.head]
         steps += [("stage", s) for s in sched.stages] + [("axis", a) for a in sched.tail]
         ours = False
@@ -453,6 +462,44 @@ class DistFFT:
         if self._windows:
             self.windows = tuple(self._windows)
         return x
+
+    def _run_slab(
+        self, slab: SlabFFT, x: np.ndarray, forward: bool, norm: str, tile: int,
+        final: np.ndarray | None,
+    ) -> np.ndarray:
+        """A slab plan's transform: :class:`~parvox.fft.slab.SlabFFT` (the 2-D transforms
+        fused with the all-to-all), plus a plain transpose back (or first) unless the output
+        stays transposed."""
+        opts: dict[str, Any] = {"pipelined": self.pipeline, "tile": tile, "window": self.window,
+                                "progress": self.progress, "tests": self.tests}
+        runs = []
+        m2 = self.output_shape[2]
+        if forward:
+            if self.transposed_out:
+                y = final if final is not None else np.empty(slab.output_local, self.output_dtype)
+                runs.append(slab.forward(x, y, norm, **opts))
+            else:
+                mid = self._scratch(("slab", True), slab.output_local, self.output_dtype)
+                runs.append(slab.forward(x, mid, norm, **opts))
+                y = final if final is not None else np.empty(self._out_local, self.output_dtype)
+                runs.append(self._t10.run(lambda k0, k1: mid[:, :, k0:k1], y, m2,
+                                          pipelined=self.pipeline, tile=tile,
+                                          window=self.window, progress=self.progress,
+                                          tests=self.tests))
+        else:
+            src = x
+            if not self.transposed_out:
+                src = self._scratch(("slab", False), slab.output_local, self.output_dtype)
+                runs.append(self._t01.run(lambda k0, k1: x[:, :, k0:k1], src, m2,
+                                          pipelined=self.pipeline, tile=tile,
+                                          window=self.window, progress=self.progress,
+                                          tests=self.tests))
+            y = final if final is not None else np.empty(self._in_local, self.input_dtype)
+            runs.append(slab.backward(src, y, norm, **opts))
+        self._windows = [run.window for run in runs if run is not None]
+        if self._windows:
+            self.windows = tuple(self._windows)
+        return y
 
     def _stage(
         self, stage: _Stage, x: np.ndarray, dst: np.ndarray, ours: bool, forward: bool,
@@ -478,10 +525,13 @@ class DistFFT:
 
     # ------------------------------------------------------------------ tuning
     def _autotune(self) -> TuneResult:
-        longest = max(
-            _ceil_div(self.output_shape[s.transpose.tile_axis], _cut(self, s))
-            for s in self._fwd.stages
-        )
+        if self._slab is not None:  # the slab's input planes (and axis 2 when transposed back)
+            longest = max(self._slab.planes, 0 if self.transposed_out else self.output_shape[2])
+        else:
+            longest = max(
+                _ceil_div(self.output_shape[s.transpose.tile_axis], _cut(self, s))
+                for s in self._fwd.stages
+            )
         candidates = sorted({max(1, -(-longest // k)) for k in _AUTO_TILE_COUNTS})
         probe_input = np.zeros(self._in_local, self.input_dtype)
         windows: dict[int, tuple[int, ...]] = {}
