@@ -42,6 +42,7 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Callable
 
@@ -50,7 +51,7 @@ import numpy as np
 
 from parvox.threads import ThreadTeam
 
-__all__ = ["label_block", "part_bounds", "supported"]
+__all__ = ["Runs", "label_block", "label_runs", "part_bounds", "supported"]
 
 #: the earlier rows a row may touch, as (dz, dy)
 _BEFORE = ((0, -1), (-1, -1), (-1, 0), (-1, 1))
@@ -106,26 +107,65 @@ def part_bounds(shape: tuple[int, ...], parts: int) -> np.ndarray:
     return np.unique(np.array(bounds, np.int64))
 
 
-def label_block(
-    a: np.ndarray, st: np.ndarray, out: np.ndarray, team: ThreadTeam | None = None
-) -> tuple[int, np.ndarray]:
-    """Label ``a`` into ``out`` (integer, ``a``'s shape) as ``scipy.ndimage.label(a, st)``.
+@dataclasses.dataclass
+class Runs:
+    """A block's labels held as runs, written out by :meth:`paint` (as a whole, with a map of
+    the labels) or :meth:`paint_shell` (only the cells on some faces).
 
-    Returns the number of components and the flat index (raster order of ``a``) of each
-    component's first element. ``out`` may be a non-contiguous view. With a ``team`` of ``T``
-    threads the block is labelled in ``T`` parts (:func:`part_bounds`) at once; the result
-    is the same.
+    Attributes
+    ----------
+    n : int
+        The number of components (labels ``1 .. n``, scipy's numbering).
+    first : ndarray of int64
+        The flat index (raster order) of each component's first element.
+    """
+
+    n: int
+    first: np.ndarray
+    shape: tuple[int, int, int]
+    bounds: list[int]
+    row_start: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+    labels: np.ndarray
+    team: ThreadTeam | None = None
+
+    def paint(self, out: np.ndarray, lut: np.ndarray | None = None) -> None:
+        """Write the labels (``lut[label]`` with a ``lut``) into ``out``, zeros elsewhere."""
+        o3 = _as3(out)
+        lut = np.arange(self.n + 1, dtype=out.dtype) if lut is None else lut
+        b = self.bounds
+        if len(b) <= 2 or self.team is None:
+            _paint(0, b[-1], self.row_start, self.starts, self.ends, self.labels, lut, o3)
+            return
+        self.team.run(lambda k: _paint(b[k], b[k + 1], self.row_start, self.starts, self.ends,
+                                       self.labels, lut, o3) if k < len(b) - 1 else None)
+
+    def paint_shell(self, out: np.ndarray, axes: tuple[bool, ...]) -> None:
+        """Write the labels of the cells on both faces across each axis where ``axes`` is
+        true (``out``'s axes); leave the other cells as they are."""
+        flags = (False,) * (3 - len(axes)) + tuple(axes)
+        lut = np.arange(self.n + 1, dtype=out.dtype)
+        _paint_shell(self.row_start, self.starts, self.ends, self.labels, lut, _as3(out),
+                     *flags)
+
+
+def label_runs(a: np.ndarray, st: np.ndarray, team: ThreadTeam | None = None) -> Runs:
+    """``scipy.ndimage.label(a, st)`` of a block, as :class:`Runs` (nothing written yet).
+
+    With a ``team`` of ``T`` threads the block is labelled in ``T`` parts
+    (:func:`part_bounds`) at once; the result is the same.
     """
     table = _intervals(st)
     assert table is not None
-    a3, o3 = _as3(np.asarray(a)), _as3(out)
+    a3 = _as3(np.asarray(a))
     threads = 1 if team is None else team.threads
-    bounds = part_bounds(a3.shape, threads)
-    if bounds.size <= 2:  # one part: number and write in one pass
-        n, first = _label(a3, table, o3)
-        return int(n), first
+    b = [int(v) for v in part_bounds(a3.shape, threads)]
+    shape = (a3.shape[0], a3.shape[1], a3.shape[2])
+    if len(b) <= 2:
+        n, first, row_start, rs, re, lab = _label(a3, table)
+        return Runs(int(n), first, shape, b, row_start, rs, re, lab)
     assert team is not None
-    b = [int(v) for v in bounds]
     nparts, ny = len(b) - 1, a3.shape[1]
 
     def each(kernel: Callable[[int], int | None]) -> list[int]:
@@ -148,8 +188,23 @@ def label_block(
     first = np.empty(base[-1], np.int64)
     each(lambda k: _number_roots(a3.shape[2], b[k], b[k + 1], base[k], row_start, rs, parent,
                                  lab, first))
-    each(lambda k: _write(b[k], b[k + 1], row_start, rs, re, parent, lab, o3))
-    return base[-1], first
+    each(lambda k: _label_runs(starts[k], starts[k + 1], parent, lab))
+    return Runs(base[-1], first, shape, b, row_start, rs, re, lab, team)
+
+
+def label_block(
+    a: np.ndarray, st: np.ndarray, out: np.ndarray, team: ThreadTeam | None = None
+) -> tuple[int, np.ndarray]:
+    """Label ``a`` into ``out`` (integer, ``a``'s shape) as ``scipy.ndimage.label(a, st)``.
+
+    Returns the number of components and the flat index (raster order of ``a``) of each
+    component's first element. ``out`` may be a non-contiguous view. With a ``team`` of ``T``
+    threads the block is labelled (and written) in ``T`` parts at once; the result is the
+    same.
+    """
+    runs = label_runs(a, st, team)
+    runs.paint(out)
+    return runs.n, runs.first
 
 
 @numba.njit(nogil=True, cache=True)
@@ -277,33 +332,70 @@ def _number_roots(
 
 
 @numba.njit(nogil=True, cache=True)
-def _write(
-    r0: int, r1: int, row_start: np.ndarray, rs: np.ndarray, re: np.ndarray,
-    parent: np.ndarray, lab: np.ndarray, out: np.ndarray,
+def _label_runs(lo: int, hi: int, parent: np.ndarray, lab: np.ndarray) -> None:  # pragma: no cover
+    """Give runs ``lo .. hi - 1`` their root's number (the roots numbered)."""
+    for r in range(lo, hi):
+        root = _root(parent, r)
+        if root != r:
+            lab[r] = lab[root]
+
+
+@numba.njit(nogil=True, cache=True)
+def _paint_row(
+    o: np.ndarray, r0: int, r1: int, rs: np.ndarray, re: np.ndarray, labels: np.ndarray,
+    lut: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
-    """Write the labels of rows ``r0 .. r1 - 1`` (their roots numbered)."""
-    ny, nx = out.shape[1], out.shape[2]
-    for row in range(r0, r1):
-        o = out[row // ny, row % ny]
-        x = 0
-        for r in range(row_start[row], row_start[row + 1]):
-            s, e = rs[r], re[r]
-            for k in range(x, s):
-                o[k] = 0
-            v = lab[_root(parent, r)]
-            for k in range(s, e):
-                o[k] = v
-            x = e
-        for k in range(x, nx):
+    """Write one row ``o`` from its runs ``r0 .. r1 - 1``: ``lut[label]`` on them, 0 between."""
+    x = 0
+    for r in range(r0, r1):
+        s, e = rs[r], re[r]
+        for k in range(x, s):
             o[k] = 0
+        v = lut[labels[r]]
+        for k in range(s, e):
+            o[k] = v
+        x = e
+    for k in range(x, o.shape[0]):
+        o[k] = 0
+
+
+@numba.njit(nogil=True, cache=True)
+def _paint(
+    r0: int, r1: int, row_start: np.ndarray, rs: np.ndarray, re: np.ndarray,
+    labels: np.ndarray, lut: np.ndarray, out: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """Write rows ``r0 .. r1 - 1`` of ``out``."""
+    ny = out.shape[1]
+    for row in range(r0, r1):
+        _paint_row(out[row // ny, row % ny], row_start[row], row_start[row + 1], rs, re,
+                   labels, lut)
+
+
+@numba.njit(nogil=True, cache=True)
+def _paint_shell(
+    row_start: np.ndarray, rs: np.ndarray, re: np.ndarray, labels: np.ndarray,
+    lut: np.ndarray, out: np.ndarray, zs: bool, ys: bool, xs: bool,
+) -> None:  # pragma: no cover - compiled
+    """Write the cells of ``out`` on its faces across the flagged axes (z, y, x)."""
+    nz, ny, nx = out.shape
+    for z in range(nz):
+        for y in range(ny):
+            row = z * ny + y
+            r0, r1 = row_start[row], row_start[row + 1]
+            o = out[z, y]
+            if (zs and (z == 0 or z == nz - 1)) or (ys and (y == 0 or y == ny - 1)):
+                _paint_row(o, r0, r1, rs, re, labels, lut)
+            elif xs and nx > 0:
+                o[0] = lut[labels[r0]] if r1 > r0 and rs[r0] == 0 else 0
+                o[nx - 1] = lut[labels[r1 - 1]] if r1 > r0 and re[r1 - 1] == nx else 0
 
 
 @numba.njit(nogil=True, cache=True)
 def _label(
-    a: np.ndarray, table: np.ndarray, out: np.ndarray
-) -> tuple[int, np.ndarray]:  # pragma: no cover - compiled
-    """The whole block on one thread: runs, joins, then numbering and writing in one pass
-    (a root comes before its other runs in raster order)."""
+    a: np.ndarray, table: np.ndarray
+) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
+    """The whole block on one thread: runs, joins, then the numbering in one pass over the
+    runs (a root comes before its other runs in raster order)."""
     nz, ny, nx = a.shape
     rows = nz * ny
     cap = _count_runs(a)
@@ -312,27 +404,15 @@ def _label(
     re = np.empty(cap, np.int32)
     parent = np.empty(cap, np.int64)
     _runs_and_joins(a, table, 0, rows, 0, row_start, rs, re, parent)
-    lab = np.empty(cap, np.int64)
     first = np.empty(max(cap, 1), np.int64)
     n = 0
     for row in range(rows):
-        o = out[row // ny, row % ny]
-        x = 0
         for r in range(row_start[row], row_start[row + 1]):
-            s, e = rs[r], re[r]
             root = parent[r]  # flattened: the root
             if root == r:
-                first[n] = row * nx + s
+                first[n] = row * nx + rs[r]
                 n += 1
-                lab[r] = n
+                parent[r] = n  # parent becomes the label: roots come before their runs
             else:
-                lab[r] = lab[root]
-            for k in range(x, s):
-                o[k] = 0
-            v = lab[r]
-            for k in range(s, e):
-                o[k] = v
-            x = e
-        for k in range(x, nx):
-            o[k] = 0
-    return n, first[:n].copy()
+                parent[r] = parent[root]
+    return n, first[:n].copy(), row_start, rs, re, parent

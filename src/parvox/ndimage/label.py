@@ -100,13 +100,26 @@ def _first(lab: np.ndarray, n: int) -> np.ndarray:
     return first[-n:].astype(np.int64) if n else np.empty(0, np.int64)
 
 
-def _label_local(a: np.ndarray, st: np.ndarray, out: np.ndarray,
-                 team: ThreadTeam | None = None) -> tuple[int, np.ndarray]:
-    """scipy's labels of one block into ``out``; their count and first pixels (flat index)."""
+def _label_local(
+    a: np.ndarray, st: np.ndarray, out: np.ndarray, team: ThreadTeam,
+    shell: tuple[bool, ...] | None = None,
+) -> tuple[int, np.ndarray, _runs.Runs | None]:
+    """scipy's labels of one block into ``out``: their count, first pixels (flat index) and,
+    from the run labeller, the runs.
+
+    With ``shell`` the run labeller writes only the cells on the faces across the flagged
+    axes (what the boundary pairs need): the rest is written once, by :func:`_finish`, with
+    the final numbers.
+    """
     if _runs.supported(a, st):
-        return _runs.label_block(a, st, out, team)
+        runs = _runs.label_runs(a, st, team)
+        if shell is None:
+            runs.paint(out)
+        else:
+            runs.paint_shell(out, shell)
+        return runs.n, runs.first, runs
     n = int(ndi.label(a, st, output=out))
-    return n, _first(out, n)
+    return n, _first(out, n), None
 
 
 def _relabel(lab: np.ndarray, lut: np.ndarray, out: np.ndarray, team: ThreadTeam) -> None:
@@ -250,9 +263,10 @@ def _label_into(x: DistArray, st: np.ndarray, work: np.dtype, result: DistArray,
     ghost = tuple(1 if g > 1 else 0 for g in x.grid.grid)
     grid = BlockGrid(x.grid.shape, x.grid.grid, (False,) * x.ndim)
     w = DistArray(grid, work, ghost=ghost, assignment=x.assignment, comm=comm)
-    counts, firsts = [], []
+    counts, firsts, runs = [], [], {}
+    shell = tuple(bool(g) for g in ghost) if x.grid.nblocks > 1 else None
     for src, dst in zip(x.cores(), w.blocks, strict=True):
-        n, first = _label_local(src, st, dst.core, team)
+        n, first, runs[dst.gid] = _label_local(src, st, dst.core, team, shell)
         counts.append(n)
         firsts.append(first)
     per_rank = np.array(comm.allgather(sum(counts)), np.int64)
@@ -300,7 +314,7 @@ def _label_into(x: DistArray, st: np.ndarray, work: np.dtype, result: DistArray,
         lut[1:] = numbers[pos : pos + n]
         lut_of[b.gid] = lut
         pos += n
-    _finish(w, result, lut_of, comm, team)
+    _finish(w, result, lut_of, runs, comm, team)
     return num
 
 
@@ -314,9 +328,10 @@ def _check_depth(w: DistArray, result: DistArray, comm: Any) -> None:
         raise RuntimeError("insufficient bit-depth in requested output type")
 
 
-def _finish(w: DistArray, result: DistArray, lut_of: dict[int, np.ndarray], comm: Any,
-            team: ThreadTeam) -> None:
-    """Write ``lut[label]`` into ``result`` (scipy's bit-depth check first, on every rank)."""
+def _finish(w: DistArray, result: DistArray, lut_of: dict[int, np.ndarray],
+            runs: dict[int, _runs.Runs | None], comm: Any, team: ThreadTeam) -> None:
+    """Write ``lut[label]`` into ``result`` (scipy's bit-depth check first, on every rank):
+    from the runs where the run labeller labelled the block, else from the work array."""
     dtype = result.dtype
     ok = True
     cast = {}
@@ -329,9 +344,15 @@ def _finish(w: DistArray, result: DistArray, lut_of: dict[int, np.ndarray], comm
         raise RuntimeError("insufficient bit-depth in requested output type")
     in_place = result.dtype == w.dtype and not any(result.ghost)
     for b, dst in zip(w.blocks, result.blocks, strict=True):
-        if in_place and b.core.flags.c_contiguous:
-            _relabel(b.core, cast[b.gid], b.core, team)  # the work array becomes the result
+        r = runs[b.gid]
+        if in_place and b.core.flags.c_contiguous:  # the work array becomes the result
+            if r is not None:
+                r.paint(b.core, cast[b.gid])
+            else:
+                _relabel(b.core, cast[b.gid], b.core, team)
             dst.data = b.core
+        elif r is not None:
+            r.paint(dst.core, cast[b.gid])
         else:
             _relabel(b.core, cast[b.gid], dst.core, team)
 
