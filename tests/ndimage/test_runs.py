@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.ndimage as ndi
 
-from parvox.ndimage._runs import label_block, part_bounds, supported
+from parvox.ndimage._runs import label_block, label_runs, part_bounds, supported
 from parvox.threads import ThreadTeam
 
 
@@ -65,3 +65,28 @@ def test_structures_it_leaves_to_scipy() -> None:
     assert not supported(a, np.array([[0, 1, 0], [0, 1, 0], [0, 1, 0]], bool))  # no row links
     assert not supported(a, np.array([[1, 0, 1], [1, 1, 1], [1, 0, 1]], bool))  # a hole
     assert not supported(np.ones((2,) * 4, bool), np.ones((3,) * 4, bool))  # four axes
+
+
+def test_runs_paint_the_shell_only_and_through_a_map() -> None:
+    a = np.random.default_rng(3).random((5, 6, 7)) > 0.5
+    st = ndi.generate_binary_structure(3, 1)
+    want, nw = ndi.label(a, st)
+    for threads in (1, 2):
+        with ThreadTeam(threads) as team:
+            runs = label_runs(a, st, team)
+            assert runs.n == nw
+            for axes in [(True, False, False), (False, True, False), (False, False, True),
+                         (True, True, True)]:
+                out = np.full(a.shape, -1, np.int32)
+                runs.paint_shell(out, axes)
+                face = np.zeros(a.shape, bool)
+                for ax, on in enumerate(axes):
+                    if on:
+                        face[(slice(None),) * ax + (0,)] = True
+                        face[(slice(None),) * ax + (-1,)] = True
+                np.testing.assert_array_equal(out[face], want[face])
+                assert (out[~face] == -1).all()
+            lut = (np.arange(nw + 1) * 3).astype(np.float32)
+            out = np.empty(a.shape, np.float32)
+            runs.paint(out, lut)
+            np.testing.assert_array_equal(out, lut[want])

@@ -9,8 +9,11 @@ row (a line along the last axis) at a time:
    of two sorted run lists. A union keeps the smaller run as the root, so a component's root
    is its first run: the one holding its first element in raster order;
 2. one pass over the runs in order numbers the roots ``1, 2, ...`` (the order of their first
-   elements, which is how scipy numbers components), gives every other run its root's number,
-   and writes the labels row by row.
+   elements, which is how scipy numbers components) and gives every other run its root's
+   number. :func:`label_runs` stops here and returns the :class:`Runs`;
+3. :meth:`Runs.paint` writes the labels row by row (through a map of the numbers, when the
+   caller has final numbers for them: :mod:`parvox.ndimage.label` writes each block once),
+   :meth:`Runs.paint_shell` only the cells on some faces of the block.
 
 With ``T`` threads (a :class:`parvox.threads.ThreadTeam`) the rows are cut into ``T`` *parts*
 of consecutive rows (slabs of whole planes when there are at least ``T`` planes, else ranges
@@ -19,8 +22,9 @@ and joined among themselves (their union-find nodes are the part's own, so the t
 nothing they write); then, on one thread, the rows of each part that touch the part before it
 (its first plane, or first row) are joined with that part's rows by the same union, across
 the *seam*; then the parts count and number their roots (a running offset over the parts
-gives scipy's numbers) and write their labels. The smaller run still wins every union, so the
-result is the one-thread result, numbering included.
+gives scipy's numbers) and give their runs the numbers; :meth:`Runs.paint` writes the parts
+at once too. The smaller run still wins every union, so the result is the one-thread result,
+numbering included.
 
 Only structures whose elements along the last axis connect neighbours in a row, and whose
 connections to each earlier row form one interval of offsets along the last axis, take this

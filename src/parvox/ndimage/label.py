@@ -1,18 +1,20 @@
 """Distributed connected-component labelling equal to ``scipy.ndimage.label``.
 
 1. every block is labelled on its own, as ``scipy.ndimage.label`` labels it with the same
-   ``structure``, straight into a work array with a 1-wide ghost along the split axes, by the
-   compiled run-based labeller of :mod:`parvox.ndimage._runs` (which also gives the first
-   pixel, in raster order, of each local label: how scipy numbers them); structures it does
-   not take, and blocks of more than three axes, go to scipy and one compiled pass that finds
-   the first pixels;
+   ``structure``, by the compiled run-based labeller of :mod:`parvox.ndimage._runs` (which
+   also gives the first pixel, in raster order, of each local label: how scipy numbers
+   them); it keeps the labels as runs and writes only the block's boundary shell into a work
+   array with a 1-wide ghost along the split axes. Structures it does not take, and blocks
+   of more than three axes, go to scipy (every label written) and one compiled pass that
+   finds the first pixels;
 2. the labels on each block's boundary shell are offset to be globally unique and the ghost
    shells exchanged; each block pairs its boundary cells with the ghost cells ``structure``
    connects them to (faces, edges and corners): distinct labels in a pair are one component;
 3. the equivalences are resolved and the components numbered in scipy's order by
    :mod:`parvox.ndimage._components` (a distributed union-find: ranks exchange with their
    neighbour ranks only; no rank gathers the pairs);
-4. each block maps its local labels to the final numbers in one compiled pass.
+4. each block writes the final numbers once: from its runs (a look-up per run, then fills),
+   or, after scipy, by mapping every label in one compiled pass.
 
 Only label numbers travel, never image data. A single block is scipy's result as it is.
 
