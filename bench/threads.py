@@ -335,8 +335,11 @@ def chart(rows: dict[str, dict[str, float]], figures: dict[int, Any],
     import matplotlib.pyplot as plt
 
     load = os.getloadavg()[0]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2),
-                                      gridspec_kw={"width_ratios": [3, 2]})
+    if figures:
+        fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2),
+                                          gridspec_kw={"width_ratios": [3, 2]})
+    else:
+        fig, left = plt.subplots(figsize=(7, 4.2))
     names = list(rows)
     x = np.arange(len(names))
     for i, lay in enumerate(("1x2", "2x1")):
@@ -344,7 +347,7 @@ def chart(rows: dict[str, dict[str, float]], figures: dict[int, Any],
         bars = left.bar(x + (i - 0.5) * 0.38, rel, 0.38, label=f"{lay[0]} rank(s) x {lay[2]} "
                         "thread(s)")
         left.bar_label(bars, fmt="%.2f", fontsize=7)
-    left.axhline(0.5, color="grey", lw=0.8, ls=":")
+    left.axhline(0.5, color="grey", lw=0.8, ls=":", label="two cores' ideal")
     left.set_xticks(x, [n.replace("_", "_\n", 1) for n in names], fontsize=7)
     left.set_ylabel("run time / 1 rank x 1 thread")
     left.set_title(f"kernels, {os.cpu_count()} cores, load {load:.1f}", fontsize=9)
@@ -362,8 +365,6 @@ def chart(rows: dict[str, dict[str, float]], figures: dict[int, Any],
         right.set_ylabel("run time (s)")
         right.set_title("OSEM against threads per rank (seed 000 Fig. 5a)", fontsize=9)
         right.legend(fontsize=7)
-    else:
-        right.set_axis_off()
     save_figure(fig, path)
 
 
@@ -394,7 +395,7 @@ def main() -> None:
         worker(args.worker, args.report, args.quick, [int(t) for t in args.threads.split(",")],
                names, args.save, args.round)
         return
-    repeats = args.repeats or (2 if args.quick else 3)
+    repeats = args.repeats if args.repeats is not None else (2 if args.quick else 3)
     if repeats < 1:
         parser.error(f"argument --repeats: must be >= 1, got {repeats}")
     import osem_threads
