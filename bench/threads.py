@@ -361,6 +361,7 @@ def chart(rows: dict[str, dict[str, float]], figures: dict[int, Any],
                 if p > 1:
                     right.plot([t], [osem_wall(figures, config, p, t)], "s",
                                label=f"{config}, {p} ranks")
+        right.set_xticks(sorted({t for _, t in osem_layouts}))
         right.set_xlabel("threads per rank")
         right.set_ylabel("run time (s)")
         right.set_title("OSEM against threads per rank (seed 000 Fig. 5a)", fontsize=9)
