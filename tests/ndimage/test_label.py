@@ -15,13 +15,13 @@ def _blobs(shape: tuple[int, ...], seed: int, sigma: float = 1.5) -> np.ndarray:
     return ndi.gaussian_filter(rng.random(shape), sigma) > 0.5
 
 
-def _check(x, structure, want_input: np.ndarray) -> tuple[int, int]:
+def _check(x, structure, want_input: np.ndarray, threads: int = 1) -> tuple[int, int]:
     """Compare with scipy; return (num_features, local labels summed over blocks and ranks)."""
     from mpi4py import MPI
 
     from parvox import ndimage as pnd
 
-    got, n = pnd.label(x, structure)
+    got, n = pnd.label(x, structure, threads=threads)
     want, wn = ndi.label(want_input, structure)
     assert n == wn, (n, wn)
     arr = got.allgather()
@@ -51,10 +51,11 @@ def test_label_2d_structures_and_layouts():
         {"nblocks": 2},  # ranks without blocks at 3 and 4 ranks
     ]
     merged_somewhere = False
-    for layout in layouts:
+    for i, layout in enumerate(layouts):
         x = DistArray.from_global(a.astype(np.uint8), **layout)
-        for st in structures:
-            n, local = _check(x, st, a)
+        for j, st in enumerate(structures):
+            # threads per rank 1, 2, 3 in turn: slabs of rows within each block
+            n, local = _check(x, st, a, threads=1 + (i + j) % 3)
             merged_somewhere |= local > n
     assert merged_somewhere, "no component crossed a block boundary: the test data is too sparse"
 
@@ -70,7 +71,8 @@ def test_label_3d_6_and_26_connectivity():
     for layout in ({}, {"nblocks": 8, "assignment": "round_robin"}, {"nblocks": 2 * nranks + 1}):
         x = DistArray.from_global(a, **layout)
         for conn in (1, 2, 3):
-            n, local = _check(x, ndi.generate_binary_structure(3, conn), a)
+            for threads in (1, 2, 3):  # slabs of planes, or of rows in thin blocks
+                n, local = _check(x, ndi.generate_binary_structure(3, conn), a, threads)
             if x.grid.nblocks > 1:
                 assert local > n
 
@@ -114,6 +116,10 @@ def test_label_edge_cases_and_bad_inputs():
                   np.array([[0, 0, 0], [0, 1, 0], [0, 0, 0]]), output=np.uint8)
     with pytest.raises(TypeError, match="input"):
         pnd.label(a)
+    for bad in (0, -2, 1.5, "two"):
+        with pytest.raises(ValueError, match="threads") as info:
+            pnd.label(x, threads=bad)
+        assert info.value.param == "threads"
     with pytest.raises(RuntimeError, match="structure and input must have equal rank"):
         pnd.label(x, np.ones((3, 3, 3)))
     with pytest.raises(ValueError, match="structure dimensions must be equal to 3"):

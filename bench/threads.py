@@ -1,0 +1,475 @@
+"""Benchmark: ranks x threads, 1 rank x 2 threads against 2 ranks x 1 thread, per kernel.
+
+Seed 000 runs one MPI process per node with OpenMP threads inside it (its hybrid set-up).
+parvox's compiled kernels take a thread count per rank (``threads=``, else
+``$PARVOX_THREADS``, else 1; :mod:`parvox.threads`). On the same data, each kernel runs as
+
+- ``1x1``: one rank, one thread (the reference of the speed-ups);
+- ``1x2``: one rank, ``threads=2``;
+- ``2x1``: two ranks (``mpiexec -n 2``), one thread each, the data distributed;
+
+and the table gives the medians over ``--repeats`` rounds, the speed-ups over ``1x1`` and
+``ratio: 1x2/2x1 KERNEL = X`` per kernel (target: 0.87-1.15, within 15%). The kernels
+(:data:`KERNELS`):
+
+- ``gaussian_filter`` (sigma 4, float32 image) and ``median_filter`` (size 5, float32 image)
+  of :mod:`parvox.ndimage`;
+- ``label`` (6-connected, ``bench/label.py``'s volume) and ``distance_transform_edt`` (about
+  2% background, ``bench/edt.py``'s input);
+- ``forward_project`` and ``back_project`` (Joseph, :mod:`parvox.recon.projectors`, the OSEM
+  benchmark's 48 MiB float64 image and scanner, random lines of response); at 2 ranks each
+  rank takes half of the lines, and the back-projection's two images are summed by an
+  ``MPI_Allreduce`` (its part of the time, as in OSEM);
+- ``slice``: warm 512x512 oblique slices (``bench/slicing.py``'s browsing case, extent cache
+  on) of an RGB phantom store, :class:`parvox.slicing.SliceEngine` with
+  ``compute_threads=T`` (its extraction threads) at 1 rank.
+
+A kernel whose function has no thread keyword (``threads``; the slice engine's
+``compute_threads``) is reported as "not available" and skipped: the script runs before every
+kernel has one. Each round launches the 1-rank job (``1x1`` and ``1x2`` interleaved in it) and
+the 2-rank job in a rotating order; every job loads its data, runs each kernel once untimed
+(compiled kernels loaded) and then times it barrier to barrier (maximum over ranks). The first
+round checks that every layout gives the ``1x1`` result (bit for bit; the summed
+back-projection to 1e-12).
+
+Then it reproduces the shape of seed 000's Fig. 5a for OSEM (run time against threads per
+rank) with ``bench/osem_threads.py``'s worker and table (layouts ``--osem-layouts``), prints
+``ratio: 1x2/2x1 osem = X`` (blocking MPI) and saves both panels in
+``bench/results/threads.png``. The machine is shared: the load average is printed.
+
+Usage::
+
+    python bench/threads.py --quick                 # smaller data, 2 rounds, OSEM quick
+    python bench/threads.py                         # 3 rounds
+    python bench/threads.py --kernels label,slice --no-osem
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import inspect
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from _shared import run_worker_report, save_figure
+
+RESULTS = Path(__file__).resolve().parent / "results"
+LAYOUTS = ((1, 1), (1, 2), (2, 1))  # (ranks, threads per rank)
+KERNELS = ("gaussian_filter", "median_filter", "label", "distance_transform_edt",
+           "forward_project", "back_project", "slice")
+#: the sizes: full, quick
+SIZES = {
+    "gaussian_filter": (4096, 2048),  # n x n float32
+    "median_filter": (2048, 1024),  # n x n float32
+    "label": (320, 192),  # n^3 bool
+    "distance_transform_edt": (256, 128),  # n^3 bool
+    "forward_project": (200_000, 60_000),  # lines
+    "back_project": (100_000, 30_000),  # lines
+    "slice": (40, 16),  # slices
+}
+SLICE_SHAPES = ((320, 416, 672), (192, 256, 384))  # RGB phantom: full, quick
+TARGET = (0.87, 1.15)
+
+
+# ------------------------------------------------------------------ the kernels
+@dataclasses.dataclass
+class Kernel:
+    """One kernel in a worker: ``run(threads)`` times it; ``result(out)`` is the whole result
+    on rank 0 (``None`` elsewhere), for the check; ``reset()`` runs untimed before each run."""
+
+    run: Callable[[int], Any]
+    result: Callable[[Any], np.ndarray | None]
+    available: bool
+    reset: Callable[[], None] = lambda: None
+    exact: bool = True
+    close: Callable[[], None] = lambda: None
+
+
+def takes(func: Any, keyword: str) -> bool:
+    """Whether ``func`` accepts the keyword argument ``keyword``."""
+    try:
+        params = inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return False
+    return keyword in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+def make_inputs(keep: str, quick: bool, kernels: list[str]) -> None:
+    """Write every kernel's input under ``keep`` (the same data for every layout)."""
+    import scipy.ndimage as ndi
+
+    k = 1 if quick else 0
+    rng = np.random.default_rng(0)
+    if "gaussian_filter" in kernels:
+        n = SIZES["gaussian_filter"][k]
+        np.save(os.path.join(keep, "gaussian_filter.npy"), rng.random((n, n), dtype=np.float32))
+    if "median_filter" in kernels:
+        n = SIZES["median_filter"][k]
+        np.save(os.path.join(keep, "median_filter.npy"), rng.random((n, n), dtype=np.float32))
+    if "label" in kernels:
+        n = SIZES["label"][k]  # bench/label.py's volume
+        noise = np.random.default_rng(0).random((n, n, n), dtype=np.float32)
+        np.save(os.path.join(keep, "label.npy"), ndi.uniform_filter(noise, 5) > 0.5)
+    if "distance_transform_edt" in kernels:
+        n = SIZES["distance_transform_edt"][k]  # bench/edt.py's input
+        np.save(os.path.join(keep, "distance_transform_edt.npy"),
+                np.random.default_rng(0).random((n, n, n)) > 0.02)
+    if "slice" in kernels:
+        from parvox.volume import Phantom, ingest
+
+        ingest(Phantom(SLICE_SHAPES[k], rgb=True), os.path.join(keep, "store"), ndisks=4)
+
+
+def _ndimage(name: str, keep: str, comm: Any, **kw: Any) -> Kernel:
+    from parvox import ndimage
+    from parvox.distarray import DistArray
+
+    func = getattr(ndimage, name)
+    x = DistArray.read_npy(os.path.join(keep, f"{name}.npy"), comm=comm)
+
+    def result(out: Any) -> np.ndarray | None:
+        return (out[0] if isinstance(out, tuple) else out).gather()
+
+    return Kernel(lambda t: func(x, threads=t, **kw), result, takes(func, "threads"))
+
+
+def _lines(quick: bool, name: str, comm: Any) -> tuple[Any, np.ndarray, np.ndarray, slice]:
+    """The OSEM benchmark's grid, this rank's share of the random lines and where it lies."""
+    from osem import SHAPE, VOXEL, bench_scanner  # bench/osem.py
+
+    from parvox.decomposition import split_extent
+    from parvox.recon import ImageGrid
+
+    n = SIZES[name][1 if quick else 0]
+    scanner = bench_scanner()
+    rng = np.random.default_rng(3)
+    d1 = rng.integers(0, scanner.n_detectors, n)
+    d2 = rng.integers(0, scanner.n_detectors, n)
+    a, b = split_extent(n, comm.Get_size(), comm.Get_rank())
+    s, e = scanner.lor_endpoints(d1[a:b], d2[a:b])
+    return ImageGrid(SHAPE, (VOXEL,) * 3), s, e, slice(a, b)
+
+
+def _forward(keep: str, quick: bool, comm: Any) -> Kernel:
+    from parvox.recon import forward_project
+
+    grid, s, e, _ = _lines(quick, "forward_project", comm)
+    image = np.random.default_rng(4).random(grid.shape)
+    kw = {"voxel_size": grid.voxel_size, "origin": grid.origin, "method": "joseph"}
+
+    def result(out: np.ndarray) -> np.ndarray | None:
+        parts = comm.gather(out, root=0)
+        return None if parts is None else np.concatenate(parts)
+
+    return Kernel(lambda t: forward_project(image, s, e, threads=t, **kw), result,
+                  takes(forward_project, "threads"))
+
+
+def _back(keep: str, quick: bool, comm: Any) -> Kernel:
+    from mpi4py import MPI
+
+    from parvox.recon import back_project
+
+    grid, s, e, mine = _lines(quick, "back_project", comm)
+    values = np.random.default_rng(5).random(SIZES["back_project"][1 if quick else 0])[mine]
+    image = np.ones(grid.shape)  # its pages mapped, as OSEM's image is
+    kw = {"voxel_size": grid.voxel_size, "origin": grid.origin, "method": "joseph"}
+
+    def run(t: int) -> np.ndarray:
+        back_project(values, s, e, grid.shape, out=image, threads=t, **kw)
+        if comm.Get_size() > 1:
+            comm.Allreduce(MPI.IN_PLACE, image, op=MPI.SUM)
+        return image
+
+    def reset() -> None:
+        image[...] = 0
+
+    return Kernel(run, lambda out: out.copy() if comm.Get_rank() == 0 else None,
+                  takes(back_project, "threads"), reset, exact=False)
+
+
+def _slice(keep: str, quick: bool, comm: Any, threads: list[int]) -> Kernel:
+    from slicing import browse_planes  # bench/slicing.py
+
+    from parvox.slicing import SliceEngine
+
+    shape = SLICE_SHAPES[1 if quick else 0]
+    planes = browse_planes(shape, SIZES["slice"][1 if quick else 0], 1)
+    available = takes(SliceEngine, "compute_threads")
+    engines = {t: SliceEngine(os.path.join(keep, "store"), comm=comm, cache_bytes=256 << 20,
+                              compute_threads=t) for t in threads} if available else {}
+
+    def run(t: int) -> Any:
+        out = None
+        for p in planes:
+            out = engines[t].extract(p)
+        return out
+
+    def close() -> None:
+        for eng in engines.values():
+            eng.close()
+
+    return Kernel(run, lambda out: out, available, close=close)
+
+
+def kernel(name: str, keep: str, quick: bool, comm: Any, threads: list[int]) -> Kernel:
+    """The kernel ``name`` set up on this rank."""
+    if name == "gaussian_filter":
+        return _ndimage(name, keep, comm, sigma=4.0)
+    if name == "median_filter":
+        return _ndimage(name, keep, comm, size=5)
+    if name in ("label", "distance_transform_edt"):
+        return _ndimage(name, keep, comm)
+    if name == "forward_project":
+        return _forward(keep, quick, comm)
+    if name == "back_project":
+        return _back(keep, quick, comm)
+    return _slice(keep, quick, comm, threads)
+
+
+# ------------------------------------------------------------------ the MPI worker
+def worker(keep: str, report: str, quick: bool, threads: list[int], names: list[str],
+           save: bool, round_: int) -> None:
+    """Run on every rank: each available kernel at each thread count, interleaved; rank 0
+    writes the times (and, with ``save``, the results) under ``keep``."""
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD
+    size = comm.Get_size()
+    kernels = {name: kernel(name, keep, quick, comm, threads) for name in names}
+    times: dict[str, dict[str, float]] = {}
+    cases = [(n, t) for n in names for t in threads if kernels[n].available]
+    for name, t in cases:  # load the compiled kernels, warm the caches: untimed
+        kernels[name].reset()
+        kernels[name].run(t)
+    shift = round_ % max(len(cases), 1)  # a rotating order across rounds
+    for name, t in cases[shift:] + cases[:shift]:
+        k = kernels[name]
+        k.reset()
+        comm.Barrier()
+        t0 = time.perf_counter()
+        out = k.run(t)
+        times.setdefault(name, {})[f"{size}x{t}"] = comm.allreduce(time.perf_counter() - t0,
+                                                                   op=MPI.MAX)
+        if save:
+            whole = k.result(out)
+            if whole is not None:
+                np.save(os.path.join(keep, f"result-{name}-{size}x{t}.npy"), whole)
+    for k in kernels.values():
+        k.close()
+    if comm.Get_rank() == 0:
+        avail = {n: kernels[n].available for n in names}
+        Path(report).write_text(json.dumps({"times": times, "available": avail}))
+
+
+def run_job(nranks: int, threads: list[int], keep: str, quick: bool, names: list[str],
+            round_: int) -> dict[str, Any]:
+    """Launch :func:`worker` on ``nranks`` ranks (``$PARVOX_THREADS`` = the most threads)."""
+    report = os.path.join(keep, f"report{nranks}.json")
+    argv = [__file__, "--worker", keep, "--report", report, "--threads",
+            ",".join(map(str, threads)), "--kernels", ",".join(names), "--round", str(round_)]
+    argv += ["--quick"] * quick + ["--save"] * (round_ == 0)
+    result: dict[str, Any] = run_worker_report(nranks, argv, report, threads=max(threads))
+    return result
+
+
+def check(name: str, keep: str, layouts: list[str], exact: bool) -> bool:
+    """Whether every layout's result equals the ``1x1`` result."""
+    ref = np.load(os.path.join(keep, f"result-{name}-1x1.npy"))
+    for lay in layouts:
+        got = np.load(os.path.join(keep, f"result-{name}-{lay}.npy"))
+        same = (np.array_equal(got, ref) if exact
+                else np.allclose(got, ref, rtol=1e-12, atol=1e-12 * float(np.abs(ref).max())))
+        if not same:
+            return False
+    return True
+
+
+# ------------------------------------------------------------------ OSEM: seed 000 Fig. 5a
+def osem_fig5a(layouts: list[tuple[int, int]], quick: bool) -> dict[int, Any]:
+    """``bench/osem_threads.py``'s worker per rank count, and its table and chart."""
+    import osem_threads
+
+    events, repeats = (15_000, 1) if quick else (40_000, 2)
+    configs = list(osem_threads.CONFIGS)
+    by_ranks: dict[int, list[int]] = {}
+    for p, t in layouts:
+        by_ranks.setdefault(p, [1]).append(t)
+    figures: dict[int, Any] = {}
+    t0 = time.perf_counter()
+    osem_threads.RESULTS.mkdir(parents=True, exist_ok=True)
+    for p, threads in sorted(by_ranks.items()):
+        report = osem_threads.RESULTS / f"threads-{events}-{p}.json"
+        argv = [osem_threads.__file__, "--worker", "--events", str(events), "--repeats",
+                str(repeats), "--threads", ",".join(map(str, sorted(set(threads)))),
+                "--configs", ",".join(configs), "--report", str(report)]
+        print(f"OSEM at {p} rank(s), threads per rank {sorted(set(threads))} ...",
+              file=sys.stderr, flush=True)
+        figures[p] = run_worker_report(p, argv, report)
+    osem_threads.report_figures(figures, layouts, configs, events, repeats,
+                                time.perf_counter() - t0)
+    return figures
+
+
+def osem_wall(figures: dict[int, Any], config: str, p: int, t: int) -> float:
+    return statistics.median(r["wall"] for r in figures[p]["runs"][f"{config}|{t}"])
+
+
+# ------------------------------------------------------------------ the driver
+def chart(rows: dict[str, dict[str, float]], figures: dict[int, Any],
+          osem_layouts: list[tuple[int, int]], path: Path) -> None:
+    """Left: 1x2 and 2x1 run times relative to 1x1 per kernel; right: OSEM against threads
+    per rank (seed 000's Fig. 5a)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    load = os.getloadavg()[0]
+    if figures:
+        fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2),
+                                          gridspec_kw={"width_ratios": [3, 2]})
+    else:
+        fig, left = plt.subplots(figsize=(7, 4.2))
+    names = list(rows)
+    x = np.arange(len(names))
+    for i, lay in enumerate(("1x2", "2x1")):
+        rel = [rows[n][lay] / rows[n]["1x1"] for n in names]
+        bars = left.bar(x + (i - 0.5) * 0.38, rel, 0.38, label=f"{lay[0]} rank(s) x {lay[2]} "
+                        "thread(s)")
+        left.bar_label(bars, fmt="%.2f", fontsize=7)
+    left.axhline(0.5, color="grey", lw=0.8, ls=":", label="two cores' ideal")
+    left.set_xticks(x, [n.replace("_", "_\n", 1) for n in names], fontsize=7)
+    left.set_ylabel("run time / 1 rank x 1 thread")
+    left.set_title(f"kernels, {os.cpu_count()} cores, load {load:.1f}", fontsize=9)
+    left.legend(fontsize=8)
+    if figures:
+        for config in _configs(figures):
+            ts = sorted({t for p, t in osem_layouts if p == 1})
+            right.plot(ts, [osem_wall(figures, config, 1, t) for t in ts], "o-",
+                       label=f"{config}, 1 rank")
+            for p, t in osem_layouts:
+                if p > 1:
+                    right.plot([t], [osem_wall(figures, config, p, t)], "s",
+                               label=f"{config}, {p} ranks")
+        right.set_xticks(sorted({t for _, t in osem_layouts}))
+        right.set_xlabel("threads per rank")
+        right.set_ylabel("run time (s)")
+        right.set_title("OSEM against threads per rank (seed 000 Fig. 5a)", fontsize=9)
+        right.legend(fontsize=7)
+    save_figure(fig, path)
+
+
+def _configs(figures: dict[int, Any]) -> list[str]:
+    keys = next(iter(figures.values()))["runs"]
+    return list(dict.fromkeys(k.split("|")[0] for k in keys))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller data, 2 rounds")
+    parser.add_argument("--repeats", type=int, default=None, help="rounds (default 3; quick 2)")
+    parser.add_argument("--kernels", default=",".join(KERNELS),
+                        help=f"comma-separated, among: {', '.join(KERNELS)}")
+    parser.add_argument("--no-osem", action="store_true", help="skip the OSEM part")
+    parser.add_argument("--osem-layouts", default=None,
+                        help="ranks x threads for OSEM (default 1x1,1x2,2x1; full: 1x4 too)")
+    parser.add_argument("--worker", metavar="DIR", help=argparse.SUPPRESS)
+    parser.add_argument("--report", help=argparse.SUPPRESS)
+    parser.add_argument("--threads", default="1", help=argparse.SUPPRESS)
+    parser.add_argument("--save", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--round", type=int, default=0, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    names = [n for n in args.kernels.split(",") if n]
+    if not names or [n for n in names if n not in KERNELS]:
+        parser.error(f"argument --kernels: choose among {list(KERNELS)}, got {args.kernels!r}")
+    if args.worker:
+        worker(args.worker, args.report, args.quick, [int(t) for t in args.threads.split(",")],
+               names, args.save, args.round)
+        return
+    repeats = args.repeats if args.repeats is not None else (2 if args.quick else 3)
+    if repeats < 1:
+        parser.error(f"argument --repeats: must be >= 1, got {repeats}")
+    import osem_threads
+
+    try:
+        osem_layouts = osem_threads.parse_layouts(
+            args.osem_layouts or ("1x1,1x2,2x1" if args.quick else "1x1,1x2,1x4,2x1"))
+    except ValueError as exc:
+        parser.error(f"argument --osem-layouts: {exc}")
+
+    from tqdm import tqdm
+
+    jobs = {1: [1, 2], 2: [1]}
+    times: dict[str, dict[str, list[float]]] = {n: {} for n in names}
+    available: dict[str, bool] = {}
+    checks: dict[str, bool] = {}
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="parvox-threads-") as keep:
+        print("writing the inputs ...", file=sys.stderr, flush=True)
+        make_inputs(keep, args.quick, names)
+        bar = tqdm(total=repeats * len(jobs), desc="ranks x threads", unit="job",
+                   file=sys.stderr)
+        order = list(jobs)
+        for r in range(repeats):
+            for p in order[r % 2:] + order[: r % 2]:
+                figs = run_job(p, jobs[p], keep, args.quick, names, r)
+                available.update(figs["available"])
+                for name, by in figs["times"].items():
+                    for lay, t in by.items():
+                        times[name].setdefault(lay, []).append(t)
+                bar.update()
+        bar.close()
+        for name in names:
+            if available.get(name):
+                checks[name] = check(name, keep, ["1x2", "2x1"], name != "back_project")
+    rows = {n: {lay: statistics.median(v) for lay, v in times[n].items()}
+            for n in names if available.get(n)}
+    load = os.getloadavg()
+    print(f"\nranks x threads: the same data, medians of {repeats} interleaved rounds "
+          f"(seconds); {os.cpu_count()} cores, load {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}; "
+          f"{'quick' if args.quick else 'full'} sizes; {time.perf_counter() - start:.0f} s")
+    head = (f"{'kernel':<24}{'1x1':>8}{'1x2':>8}{'2x1':>8}{'1x2 speed-up':>14}"
+            f"{'2x1 speed-up':>14}{'1x2/2x1':>9}  same result")
+    print(head)
+    print("-" * len(head))
+    for name in names:
+        if name not in rows:
+            print(f"{name:<24}not available (no thread keyword in this build)")
+            continue
+        t = rows[name]
+        print(f"{name:<24}{t['1x1']:>8.3f}{t['1x2']:>8.3f}{t['2x1']:>8.3f}"
+              f"{t['1x1'] / t['1x2']:>14.2f}{t['1x1'] / t['2x1']:>14.2f}"
+              f"{t['1x2'] / t['2x1']:>9.3f}  {'yes' if checks[name] else 'NO'}")
+    figures: dict[int, Any] = {}
+    if not args.no_osem:
+        print()
+        figures = osem_fig5a(osem_layouts, args.quick)
+    path = RESULTS / "threads.png"
+    chart(rows, figures, osem_layouts, path)
+    print(f"\nchart: {path}")
+    print(f"load average (uptime) at the end: {os.getloadavg()[0]:.2f}")
+    for name in names:
+        if name in rows:
+            print(f"ratio: 1x2/2x1 {name} = {rows[name]['1x2'] / rows[name]['2x1']:.3f}")
+        else:
+            print(f"ratio: 1x2/2x1 {name} = not available")
+    if figures and (1, 2) in osem_layouts and (2, 1) in osem_layouts:
+        ratio = (osem_wall(figures, "blocking MPI", 1, 2)
+                 / osem_wall(figures, "blocking MPI", 2, 1))
+        print(f"ratio: 1x2/2x1 osem = {ratio:.3f}")
+    if [n for n in checks if not checks[n]]:
+        raise SystemExit("some layouts gave another result than 1 rank x 1 thread")
+
+
+if __name__ == "__main__":
+    main()
