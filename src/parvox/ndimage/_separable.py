@@ -54,6 +54,7 @@ from parvox.decomposition import BlockGrid
 from parvox.distarray import DistArray
 from parvox.halo import fold, parse_boundary_mode
 from parvox.ndimage import _kernels
+from parvox.ndimage._slabs import parts as _parts
 from parvox.tags import NDIMAGE_LINES
 from parvox.threads import ThreadTeam, resolve_threads
 
@@ -176,13 +177,6 @@ def _table(line: Line, extent: tuple[int, int], ghost: int, n_all: int, n_out: i
     return table.astype(np.intp)
 
 
-def _parts(n: int, threads: int) -> list[tuple[int, int]]:
-    """``0 .. n - 1`` in at most ``threads`` consecutive non-empty ranges, as even as can be."""
-    k = max(1, min(threads, n))
-    cuts = [n * p // k for p in range(k + 1)]
-    return [(cuts[p], cuts[p + 1]) for p in range(k) if cuts[p + 1] > cuts[p]]
-
-
 def _as3(a: np.ndarray, axis: int) -> np.ndarray:
     """A C-contiguous array as ``(pre, n, post)`` around ``axis`` (a view)."""
     return a.reshape(math.prod(a.shape[:axis]), a.shape[axis], math.prod(a.shape[axis + 1 :]))
@@ -272,7 +266,8 @@ class _Runner:
         else:
             d3 = _as3(self.work[i], a)[:, ga : ga + na, gz : gz + nz]
         self.written[i] = direct
-        assert first.weights is not None and second.weights is not None
+        w1, w2 = first.weights, second.weights
+        assert w1 is not None and w2 is not None
         bands = s3.shape[0] * -(-na // _kernels.BAND)
         parts = _parts(bands, self.team.threads)
 
@@ -282,8 +277,8 @@ class _Runner:
             lo, hi = parts[p]
             tmp = np.empty((_kernels.BAND, s3.shape[2]), self.dtype)
             _kernels.correlate_rows_lines(
-                s3, d3, tmp, lo, hi, first.weights, table1, first.sym, first.cval,
-                second.weights, table2, second.sym, second.cval,
+                s3, d3, tmp, lo, hi, w1, table1, first.sym, first.cval,
+                w2, table2, second.sym, second.cval,
             )
 
         self.team.run(part)
