@@ -237,8 +237,7 @@ class _Runner:
         if k != len(lines) - 2 or nd < 2:
             return False
         a, b = lines[k], lines[k + 1]
-        return (a.kind == b.kind == "correlate" and a.axis == nd - 2 and b.axis == nd - 1
-                and self.src[0].shape[-1] > 1)
+        return a.kind == b.kind == "correlate" and a.axis == nd - 2 and b.axis == nd - 1
 
     def _fused(self, i: int, first: Line, second: Line) -> None:
         """Both passes on block ``i``: :func:`~parvox.ndimage._kernels.correlate_rows_lines`."""
