@@ -75,6 +75,23 @@ def _straight(table: np.ndarray) -> tuple[int, int]:
 
 
 @_jit
+def _extend(ext: np.ndarray, line: np.ndarray, table: np.ndarray, lo: int, hi: int, start: int,
+            cval: float) -> None:
+    """``ext[e]`` = the double of ``line[table[e]]`` (``cval`` where it is -1); positions
+    ``lo .. hi - 1`` read ``line[start ..]`` in order (:func:`_straight`): a plain copy."""
+    for e in range(lo):
+        t = table[e]
+        ext[e] = cval if t < 0 else np.float64(line[t])
+    inside = ext[lo:hi]
+    part = line[start : start + hi - lo]
+    for e in range(hi - lo):
+        inside[e] = part[e]
+    for e in range(hi, ext.size):
+        t = table[e]
+        ext[e] = cval if t < 0 else np.float64(line[t])
+
+
+@_jit
 def _sum_taps(
     acc: np.ndarray, n: int, buf: np.ndarray, off: np.ndarray, w: np.ndarray, sym: int
 ) -> None:
@@ -228,16 +245,7 @@ def correlate_lines(
     start = table[lo] if hi > lo else 0
     for i in range(lines):
         line = src[i]
-        for e in range(lo):
-            t = table[e]
-            ext[e] = cval if t < 0 else np.float64(line[t])
-        inside = ext[lo:hi]
-        part = line[start : start + hi - lo]
-        for e in range(hi - lo):
-            inside[e] = part[e]
-        for e in range(hi, ext.size):
-            t = table[e]
-            ext[e] = cval if t < 0 else np.float64(line[t])
+        _extend(ext, line, table, lo, hi, start, cval)
         out = dst[i]
         for j0 in range(0, n_out, _RUN):  # runs of outputs whose taps stay in L1
             m = min(_RUN, n_out - j0)
@@ -343,16 +351,7 @@ def uniform_lines(
     start = table[lo] if hi > lo else 0
     for i in range(lines):
         line = src[i]
-        for e in range(lo):
-            t = table[e]
-            ext[e] = cval if t < 0 else np.float64(line[t])
-        inside = ext[lo:hi]
-        part = line[start : start + hi - lo]
-        for e in range(hi - lo):
-            inside[e] = part[e]
-        for e in range(hi, ext.size):
-            t = table[e]
-            ext[e] = cval if t < 0 else np.float64(line[t])
+        _extend(ext, line, table, lo, hi, start, cval)
         out = dst[i]
         first = 0
         if fresh:
