@@ -122,6 +122,10 @@ CASES = [
      {"size": 3, "iterations": 2}),
     ("in.png", MASK, "o.npy", 3, ["--op", "distance"], {}),
     ("in.npy", IMAGE[:5], "o.npy", 4, ["--op", "grey_dilation", "--size", "7"], {"size": 7}),
+    ("in.npy", IMAGE, "o.npy", 2, ["--op", "median", "--size", "5", "--threads", "2"],
+     {"size": 5}),
+    ("in.tif", VOLUME, "o.npy", 3, ["--op", "gaussian", "--sigma", "1.2", "--threads", "3"],
+     {"sigma": 1.2}),
 ]
 
 
@@ -204,6 +208,8 @@ BAD = [
     (["--op", "grey_erosion", "--iterations", "0"], "argument --iterations", "must be >= 1"),
     (["--op", "laplace", "--size", "3"], "argument --size", "does not take"),
     (["--op", "distance", "--sigma", "1"], "argument --sigma", "no parameters"),
+    (["--op", "gaussian", "--threads", "0"], "argument --threads", ">= 1"),
+    (["--op", "binary_erosion", "--threads", "2"], "argument --threads", "one thread per rank"),
 ]
 
 

@@ -173,6 +173,62 @@ def test_filter_options_axes_modes_output_dtypes():
         _check("ghosted periodic input", got, ndi.uniform_filter(a, 5, mode="nearest"), True)
 
 
+#: (function, keywords) run with threads=1, 2 and 3: every kind of split of the work
+THREADED = [
+    ("gaussian_filter", {"sigma": 1.6}),  # fused last two passes: bands
+    ("gaussian_filter1d", {"sigma": 1.2, "axis": 0, "mode": "wrap"}),  # rows: output rows
+    ("correlate1d", {"weights": [1.0, -3.0, 0.5, 2.0], "axis": -1, "mode": "constant"}),
+    ("uniform_filter", {"size": 4, "mode": "nearest"}),  # running sums: columns, lines
+    ("sobel", {"axis": 0}),
+    ("gaussian_gradient_magnitude", {"sigma": 0.9}),
+    ("median_filter", {"size": 5}),  # sorting network on slabs
+    ("median_filter", {"size": 13, "mode": "mirror"}),  # sliding histograms on slabs
+    ("percentile_filter", {"percentile": 20, "size": 4}),
+    ("maximum_filter1d", {"size": 4, "axis": 0}),  # scipy's own kernel on slabs
+    ("correlate", {"weights": np.arange(9.0).reshape(3, 3)}),
+]
+
+
+def _check_threads():
+    """``threads=`` splits each rank's work; the result is the one-thread result bit for bit
+    (2-D and 3-D, a split axis with several blocks per rank), and a bad count names it."""
+    import os
+
+    from parvox import ndimage as pnd
+    from parvox.distarray import DistArray
+    from parvox.errors import ParameterError
+
+    rng = np.random.default_rng(13)
+    for a in (rng.random((29, 19)).astype(np.float32), rng.random((7, 9, 11))):
+        x = DistArray.from_global(a, nblocks=3)
+        for name, kw in THREADED:
+            if a.ndim == 3 and name == "correlate":
+                continue
+            one = getattr(pnd, name)(x, **kw).allgather()
+            np.testing.assert_array_equal(one, getattr(ndi, name)(a, **kw), err_msg=name)
+            for t in (2, 3):
+                np.testing.assert_array_equal(getattr(pnd, name)(x, threads=t, **kw).allgather(),
+                                              one, err_msg=f"{name} {kw} threads={t}")
+    x = DistArray.from_global(rng.random((12, 8)), nblocks=2)
+    for bad in (0, -1, 1.5, "two"):
+        for call in (lambda t: pnd.gaussian_filter(x, 1.0, threads=t),
+                     lambda t: pnd.median_filter(x, 3, threads=t),
+                     lambda t: pnd.laplace(x, threads=t)):
+            with pytest.raises(ParameterError) as info:
+                call(bad)
+            assert info.value.param == "threads"
+    os.environ["PARVOX_THREADS"] = "2"
+    try:
+        np.testing.assert_array_equal(pnd.uniform_filter(x, 3).allgather(),
+                                      ndi.uniform_filter(x.allgather(), 3))
+        os.environ["PARVOX_THREADS"] = "many"
+        with pytest.raises(ParameterError) as info:
+            pnd.sobel(x)
+        assert info.value.param == "PARVOX_THREADS"
+    finally:
+        del os.environ["PARVOX_THREADS"]
+
+
 @mpi_test(ranks=(1, 2, 3, 4), timeout=60)
 def test_filter_bad_inputs():
     """parvox's own errors name the argument; the rest are scipy's own, raised everywhere."""
@@ -226,3 +282,5 @@ def test_filter_bad_inputs():
                 getattr(pnd, name)(thin, mode=mode, **kw).allgather(),
                 getattr(ndi, name)(a, mode=mode, **kw), err_msg=f"{name} {mode}",
             )
+    # threads= (run in this batch: no launch of its own)
+    _check_threads()

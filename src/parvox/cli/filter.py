@@ -28,12 +28,17 @@ same result bit for bit. Operations with an unbounded reach (``distance``,
 ``binary_fill_holes``, binary morphology with ``--iterations`` 0 or less, ``uniform`` of float
 data, whose running sum spans the whole line) and PNG files refuse it.
 
+``--threads T`` (default ``$PARVOX_THREADS``, else 1) runs the filters, derivatives and rank
+filters on T threads per rank (the ``threads=`` of :mod:`parvox.ndimage`), with the same result;
+an operation without threads refuses an explicit ``--threads``.
+
 Examples
 --------
 .. code-block:: console
 
     $ parvox filter cells.png smooth.tif --op gaussian --sigma 2 --dtype float32 -n 4
     $ parvox filter volume.npy med.npy --op median --size 5 --mode nearest -n 4
+    $ parvox filter volume.npy med.npy --op median --size 5 -n 2 --threads 2
     $ parvox filter mask.png open.png --op binary_opening --iterations 3 -n 4
     $ parvox filter mask.png dist.npy --op distance -n 4
     $ parvox filter in.ome.zarr smooth.store --op gaussian --sigma 2 --levels 3 -n 4
@@ -50,8 +55,10 @@ import numpy as np
 from parvox.cli import UsageError
 from parvox.cli._common import (
     add_in_out,
+    add_threads_option,
     check_in,
     check_out,
+    parse_threads,
     plural,
     read_input,
     slab_layout,
@@ -125,6 +132,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--no-progress", action="store_true",
                         help="no progress bar (--memory)")
+    add_threads_option(parser, "the filter's compiled kernels (same result with any count)")
     parser.add_argument(
         "--memory", default=None, metavar="SIZE",
         help="stream IN slab by slab within SIZE per rank (e.g. 2GiB, 512M), for volumes "
@@ -144,6 +152,10 @@ def validate(args: argparse.Namespace) -> None:
     """Check the command line without touching MPI; raise :class:`UsageError`."""
     if args.op not in OPS:
         raise UsageError("--op", f"unknown filter {args.op!r}; choose one of {', '.join(OPS)}")
+    explicit = args.threads is not None
+    args.threads = parse_threads(args.threads)
+    if explicit and not _takes_threads(_call(args)[0]):
+        raise UsageError("--threads", f"--op {args.op} runs on one thread per rank")
     if args.memory is not None:
         from parvox.ndimage._memory import parse_bytes
 
@@ -220,8 +232,17 @@ def _describe(args: argparse.Namespace) -> str:
 
 
 def _call(args: argparse.Namespace) -> tuple[str, dict[str, Any], int]:
-    """The operation as a :mod:`parvox.ndimage` function's name, its keywords, and how many
-    times it is applied in a row."""
+    """The operation as a :mod:`parvox.ndimage` function's name, its keywords (``threads``
+    where the function takes it), and how many times it is applied in a row."""
+    name, kwargs, repeat = _operation(args)
+    threads = getattr(args, "threads", None)
+    if isinstance(threads, int) and threads > 1 and _takes_threads(name):
+        kwargs["threads"] = threads
+    return name, kwargs, repeat
+
+
+def _operation(args: argparse.Namespace) -> tuple[str, dict[str, Any], int]:
+    """The operation's function name, keywords and repeats (:func:`_call`, without threads)."""
     op, mode = args.op, args.mode
     if op in ("gaussian", "gaussian_laplace", "gaussian_gradient_magnitude"):
         name = "gaussian_filter" if op == "gaussian" else op
@@ -242,6 +263,15 @@ def _call(args: argparse.Namespace) -> tuple[str, dict[str, Any], int]:
     if op == "distance":
         return "distance_transform_edt", {}, 1
     return f"{op}_filter", {"size": args.size, "mode": mode}, 1
+
+
+def _takes_threads(name: str) -> bool:
+    """Whether the :mod:`parvox.ndimage` function ``name`` takes ``threads=``."""
+    import inspect
+
+    from parvox import ndimage
+
+    return "threads" in inspect.signature(getattr(ndimage, name)).parameters
 
 
 def _apply(d: Any, args: argparse.Namespace) -> Any:
@@ -280,9 +310,16 @@ def run(args: argparse.Namespace) -> int:
     write_output(out, args)
     if c.Get_rank() == 0:
         print(f"parvox filter: {args.input} {shape} {dtype} -> {_describe(args)} -> "
-              f"{args.output} {out.dtype}, {plural(c.Get_size(), 'rank')}, {seconds:.3f} s",
+              f"{args.output} {out.dtype}, {_workers(c.Get_size(), args)}, {seconds:.3f} s",
               flush=True)
     return 0
+
+
+def _workers(ranks: int, args: argparse.Namespace) -> str:
+    """``4 ranks``, or ``2 ranks x 2 threads`` where the filter ran on several threads."""
+    threads = _call(args)[1].get("threads", 1)
+    text = plural(ranks, "rank")
+    return f"{text} x {plural(threads, 'thread')}" if threads > 1 else text
 
 
 def _stream(args: argparse.Namespace, c: Any) -> int:
@@ -307,7 +344,7 @@ def _stream(args: argparse.Namespace, c: Any) -> int:
     seconds = time.perf_counter() - t0
     if c.Get_rank() == 0:
         print(f"parvox filter: {args.input} {done.shape} -> {_describe(args)} -> {args.output} "
-              f"{done.dtype}, {plural(c.Get_size(), 'rank')}, {plural(done.slabs, 'slab')} of "
+              f"{done.dtype}, {_workers(c.Get_size(), args)}, {plural(done.slabs, 'slab')} of "
               f"{plural(done.planes, 'plane')} (halo {done.reach}) within {args.memory} per "
               f"rank, {seconds:.3f} s", flush=True)
     return 0

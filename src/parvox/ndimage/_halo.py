@@ -24,6 +24,8 @@ import numpy as np
 from parvox._validate import parse_axes
 from parvox.decomposition import BlockGrid
 from parvox.distarray import DistArray, parse_boundary_mode
+from parvox.ndimage._slabs import split_rows
+from parvox.threads import ThreadTeam
 
 __all__ = [
     "apply_padded",
@@ -234,6 +236,7 @@ def apply_padded(
     *,
     output: DistArray | None = None,
     others: Sequence[DistArray] = (),
+    threads: int = 1,
 ) -> DistArray:
     """Run ``kernel`` on every block extended by ``halo`` and return the cores as a DistArray.
 
@@ -257,6 +260,9 @@ def apply_padded(
     others : sequence of DistArray
         Arrays of ``x``'s layout whose blocks, padded the same way, the kernel also gets
         (a mask, ...).
+    threads : int
+        Split every block into this many slabs along axis 0, run at once
+        (:func:`parvox.ndimage._slabs.split_rows`: the same result).
 
     Returns
     -------
@@ -275,13 +281,14 @@ def apply_padded(
     views, cores = padded_views([x, *others], halo, modes)
     out = output if output is not None else x.like(dtype, fill=0 if any(x.ghost) else None)
     adopt = output is None and not any(x.ghost)
-    for i, dst in enumerate(out.blocks):
-        core = cores[i]
-        result = kernel(*(v[i] for v in views))
-        if adopt and result.shape == dst.data.shape and result.dtype == dst.data.dtype and (
-            core == (slice(None),) * x.ndim
-        ):
-            dst.data = result  # no halo on this block: keep scipy's array, skip a copy
-        else:
-            dst.core[...] = result[core]
+    with ThreadTeam(threads) as team:
+        for i, dst in enumerate(out.blocks):
+            core = cores[i]
+            result = split_rows(kernel, [v[i] for v in views], int(halo[0]) if halo else 0, team)
+            if adopt and result.shape == dst.data.shape and result.dtype == dst.data.dtype and (
+                core == (slice(None),) * x.ndim
+            ):
+                dst.data = result  # no halo on this block: keep scipy's array, skip a copy
+            else:
+                dst.core[...] = result[core]
     return out

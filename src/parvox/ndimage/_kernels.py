@@ -35,12 +35,16 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["correlate_lines", "correlate_rows", "uniform_lines", "uniform_rows"]
+__all__ = [
+    "correlate_lines", "correlate_rows", "correlate_rows_lines", "uniform_lines", "uniform_rows",
+]
 
 _jit = numba.njit(nogil=True, cache=True)
 
 #: outputs of a line computed together (their taps and sums stay in the L1 cache)
 _RUN = 512
+#: rows of the intermediate band of :func:`correlate_rows_lines` (it stays in the L2 cache)
+BAND = 16
 
 
 @_jit
@@ -49,6 +53,42 @@ def _all_inside(table: np.ndarray, start: int, size: int) -> bool:
         if table[e] < 0:
             return False
     return True
+
+
+@_jit
+def _straight(table: np.ndarray) -> tuple[int, int]:
+    """The longest run ``lo .. hi - 1`` of ``table`` whose entries are consecutive sources."""
+    best_lo = best_hi = 0
+    e = 0
+    n = table.size
+    while e < n:
+        if table[e] < 0:
+            e += 1
+            continue
+        f = e + 1
+        while f < n and table[f] == table[f - 1] + 1:
+            f += 1
+        if f - e > best_hi - best_lo:
+            best_lo, best_hi = e, f
+        e = f
+    return best_lo, best_hi
+
+
+@_jit
+def _extend(ext: np.ndarray, line: np.ndarray, table: np.ndarray, lo: int, hi: int, start: int,
+            cval: float) -> None:
+    """``ext[e]`` = the double of ``line[table[e]]`` (``cval`` where it is -1); positions
+    ``lo .. hi - 1`` read ``line[start ..]`` in order (:func:`_straight`): a plain copy."""
+    for e in range(lo):
+        t = table[e]
+        ext[e] = cval if t < 0 else np.float64(line[t])
+    inside = ext[lo:hi]
+    part = line[start : start + hi - lo]
+    for e in range(hi - lo):
+        inside[e] = part[e]
+    for e in range(hi, ext.size):
+        t = table[e]
+        ext[e] = cval if t < 0 else np.float64(line[t])
 
 
 @_jit
@@ -200,11 +240,12 @@ def correlate_lines(
     ext = np.empty(n_out + size - 1, np.float64)
     acc = np.empty(min(_RUN, n_out), np.float64)
     off = np.empty(size, np.int64)
+    # the positions whose sources are consecutive (the inside of the line) are a plain copy
+    lo, hi = _straight(table)
+    start = table[lo] if hi > lo else 0
     for i in range(lines):
         line = src[i]
-        for e in range(ext.size):
-            t = table[e]
-            ext[e] = cval if t < 0 else np.float64(line[t])
+        _extend(ext, line, table, lo, hi, start, cval)
         out = dst[i]
         for j0 in range(0, n_out, _RUN):  # runs of outputs whose taps stay in L1
             m = min(_RUN, n_out - j0)
@@ -214,6 +255,35 @@ def correlate_lines(
             o = out[j0 : j0 + m]
             for j in range(m):
                 o[j] = acc[j]
+
+
+@_jit
+def correlate_rows_lines(
+    src: np.ndarray, dst: np.ndarray, tmp: np.ndarray, first: int, stop: int,
+    w1: np.ndarray, table1: np.ndarray, sym1: int, cval1: float,
+    w2: np.ndarray, table2: np.ndarray, sym2: int, cval2: float,
+) -> None:
+    """:func:`correlate_rows` then :func:`correlate_lines`, fused over bands of rows.
+
+    ``src`` is ``(pre, n, post)``, ``dst`` the ``(pre, n_out, m)`` region of the second pass's
+    result. Bands of :data:`BAND` output rows (``tmp`` holds one, ``(BAND, post)`` of the
+    intermediate dtype: scipy rounds the first pass's result to it) are filtered along axis 1
+    into ``tmp``, then along the last axis into ``dst``, while the band is still in the L2
+    cache: the intermediate never goes to memory. Bands are numbered plane by plane; this call
+    does bands ``first .. stop - 1`` (the parts of a thread team).
+    """
+    n_out = dst.shape[1]
+    post = src.shape[2]
+    size1 = w1.size
+    per = (n_out + BAND - 1) // BAND
+    for k in range(first, stop):
+        i = k // per
+        j0 = (k % per) * BAND
+        nb = min(BAND, n_out - j0)
+        band = tmp[:nb]
+        correlate_rows(src[i : i + 1], band.reshape(1, nb, post), w1,
+                       table1[j0 : j0 + nb + size1 - 1], sym1, cval1)
+        correlate_lines(band, dst[i, j0 : j0 + nb], w2, table2, sym2, cval2)
 
 
 @_jit
@@ -276,11 +346,12 @@ def uniform_lines(
     lines, n_out = dst.shape
     d = np.float64(size)
     ext = np.empty(n_out + size, np.float64)
+    # the positions whose sources are consecutive (the inside of the line) are a plain copy
+    lo, hi = _straight(table)
+    start = table[lo] if hi > lo else 0
     for i in range(lines):
         line = src[i]
-        for e in range(ext.size):
-            t = table[e]
-            ext[e] = cval if t < 0 else np.float64(line[t])
+        _extend(ext, line, table, lo, hi, start, cval)
         out = dst[i]
         first = 0
         if fresh:

@@ -16,6 +16,13 @@ passes with the kernels of :mod:`parvox.ndimage._kernels` on the padded block:
   into several blocks the blocks of a line run in order, each starting from the running value
   its predecessor ends with (one double per line, sent point to point).
 
+The last two passes, when they run along the last two axes (a 2-D Gaussian, the last two
+of a 3-D one), are fused (:func:`~parvox.ndimage._kernels.correlate_rows_lines`): bands of
+rows go through both while they are in the cache, and the intermediate array is never
+allocated. With ``threads`` > 1 every pass splits its work over a
+:class:`~parvox.threads.ThreadTeam` (planes, rows or lines, never the running sum of one
+line), each output computed exactly as with one thread.
+
 Only real inputs and float32/float64 outputs take this path (:func:`supported`); scipy's
 integer casts and complex arithmetic stay with scipy.
 
@@ -47,7 +54,9 @@ from parvox.decomposition import BlockGrid
 from parvox.distarray import DistArray
 from parvox.halo import fold, parse_boundary_mode
 from parvox.ndimage import _kernels
+from parvox.ndimage._slabs import parts as _parts
 from parvox.tags import NDIMAGE_LINES
+from parvox.threads import ThreadTeam, resolve_threads
 
 __all__ = ["Line", "Plan", "run", "supported"]
 
@@ -182,8 +191,9 @@ class _Runner:
 
     def __init__(self, x: DistArray, plan: Plan, dtype: np.dtype, ghost: tuple[int, ...],
                  padded: list[np.ndarray], targets: list[np.ndarray | None],
-                 own: bool = False) -> None:
+                 own: bool = False, team: ThreadTeam | None = None) -> None:
         self.x = x
+        self.team = team if team is not None else ThreadTeam(1)
         self.own = own  # ``padded`` are copies made here: reusable as a pass's destination
         self.plan = plan
         self.dtype = dtype
@@ -196,9 +206,16 @@ class _Runner:
 
     def run(self) -> list[np.ndarray]:
         """Every block's padded result (the core is the filter's result), unless ``written``."""
-        for k, line in enumerate(self.plan.lines):
-            self.last = k == len(self.plan.lines) - 1
-            if line.kind == "uniform" and self.x.grid.grid[line.axis] > 1:
+        lines = self.plan.lines
+        k = 0
+        while k < len(lines):
+            line = lines[k]
+            fused = self._fusable(k)
+            self.last = k + fused == len(lines) - 1
+            if fused:
+                for i in range(len(self.x.blocks)):
+                    self._fused(i, line, lines[k + 1])
+            elif line.kind == "uniform" and self.x.grid.grid[line.axis] > 1:
                 self._uniform_in_order(line)
             else:
                 for i in range(len(self.x.blocks)):
@@ -209,7 +226,61 @@ class _Runner:
                 old, self.src[i] = self.src[i], self.work[i]
                 reuse = k > 0 or (self.own and old.dtype == self.dtype)
                 self.work[i] = old if reuse else np.empty(old.shape, self.dtype)
+            k += 1 + fused
         return self.src
+
+    def _fusable(self, k: int) -> bool:
+        """Whether passes ``k`` and ``k + 1`` are the plan's last two, correlations along the
+        last two axes (their fused kernel leaves the other rows of the second pass unset)."""
+        lines = self.plan.lines
+        nd = self.x.ndim
+        if k != len(lines) - 2 or nd < 2:
+            return False
+        a, b = lines[k], lines[k + 1]
+        return a.kind == b.kind == "correlate" and a.axis == nd - 2 and b.axis == nd - 1
+
+    def _fused(self, i: int, first: Line, second: Line) -> None:
+        """Both passes on block ``i``: :func:`~parvox.ndimage._kernels.correlate_rows_lines`."""
+        b = self.x.blocks[i]
+        a, z = first.axis, second.axis
+        ga, gz = self.ghost[a], self.ghost[z]
+        na = b.extents[a][1] - b.extents[a][0]
+        nz = b.extents[z][1] - b.extents[z][0]
+        table1 = _table(first, b.extents[a], ga, self.x.shape[a], na, ga,
+                        first.mode == "wrap" and ga > 0)
+        table2 = _table(second, b.extents[z], gz, self.x.shape[z], nz, gz,
+                        second.mode == "wrap" and gz > 0)
+        src = np.ascontiguousarray(self.src[i])
+        s3 = _as3(src, a)
+        target = self.targets[i]
+        direct = self.last and target is not None and all(self.ghost[k] == 0
+                                                          for k in range(1, a))
+        if direct:
+            assert target is not None
+            if a > 0:  # the core planes along the first axis only
+                g0, n0 = self.ghost[0], b.shape[0]
+                per = s3.shape[0] // src.shape[0]
+                s3 = s3[g0 * per : (g0 + n0) * per]
+            d3 = _as3(target, a)
+        else:
+            d3 = _as3(self.work[i], a)[:, ga : ga + na, gz : gz + nz]
+        self.written[i] = direct
+        w1, w2 = first.weights, second.weights
+        assert w1 is not None and w2 is not None
+        bands = s3.shape[0] * -(-na // _kernels.BAND)
+        parts = _parts(bands, self.team.threads)
+
+        def part(p: int) -> None:
+            if p >= len(parts):
+                return
+            lo, hi = parts[p]
+            tmp = np.empty((_kernels.BAND, s3.shape[2]), self.dtype)
+            _kernels.correlate_rows_lines(
+                s3, d3, tmp, lo, hi, w1, table1, first.sym, first.cval,
+                w2, table2, second.sym, second.cval,
+            )
+
+        self.team.run(part)
 
     def _views(self, i: int, a: int) -> tuple[np.ndarray, np.ndarray, bool]:
         """(source as (pre, n, post), destination region, whether it is the output block)."""
@@ -241,23 +312,68 @@ class _Runner:
         table = _table(line, b.extents[a], g, self.x.shape[a], n, g, wrap_ghost)
         s3, d3, direct = self._views(i, a)
         self.written[i] = direct
+        threads = self.team.threads
+        pre, n_out, post = d3.shape
         if line.kind == "correlate":
-            assert line.weights is not None
-            if s3.shape[2] == 1:
-                _kernels.correlate_lines(
-                    s3[:, :, 0], d3[:, :, 0], line.weights, table, line.sym, line.cval
-                )
-            else:
-                _kernels.correlate_rows(s3, d3, line.weights, table, line.sym, line.cval)
+            w = line.weights
+            assert w is not None
+            if post == 1:  # lines: parts of the lines
+                parts = _parts(pre, threads)
+
+                def part(p: int) -> None:
+                    if p < len(parts):
+                        lo, hi = parts[p]
+                        _kernels.correlate_lines(s3[lo:hi, :, 0], d3[lo:hi, :, 0], w, table,
+                                                 line.sym, line.cval)
+            elif pre >= threads:  # rows: parts of the planes ...
+                parts = _parts(pre, threads)
+
+                def part(p: int) -> None:
+                    if p < len(parts):
+                        lo, hi = parts[p]
+                        _kernels.correlate_rows(s3[lo:hi], d3[lo:hi], w, table, line.sym,
+                                                line.cval)
+            else:  # ... or of the output rows (each reads its own taps from ``table``)
+                parts = _parts(n_out, threads)
+
+                def part(p: int) -> None:
+                    if p < len(parts):
+                        lo, hi = parts[p]
+                        _kernels.correlate_rows(s3, d3[:, lo:hi], w, table[lo : hi + w.size - 1],
+                                                line.sym, line.cval)
+
+            self.team.run(part)
             return None
         if state is None:
             state = np.zeros((s3.shape[0], s3.shape[2]))
-        if s3.shape[2] == 1:
-            _kernels.uniform_lines(
-                s3[:, :, 0], d3[:, :, 0], line.size, table, line.cval, state, fresh
-            )
+        st = state
+        # the running sum goes along the whole line: parts of the lines, planes or columns
+        if post == 1:
+            parts = _parts(pre, threads)
+
+            def upart(p: int) -> None:
+                if p < len(parts):
+                    lo, hi = parts[p]
+                    _kernels.uniform_lines(s3[lo:hi, :, 0], d3[lo:hi, :, 0], line.size, table,
+                                           line.cval, st[lo:hi], fresh)
+        elif pre >= threads:
+            parts = _parts(pre, threads)
+
+            def upart(p: int) -> None:
+                if p < len(parts):
+                    lo, hi = parts[p]
+                    _kernels.uniform_rows(s3[lo:hi], d3[lo:hi], line.size, table, line.cval,
+                                          st[lo:hi], fresh)
         else:
-            _kernels.uniform_rows(s3, d3, line.size, table, line.cval, state, fresh)
+            parts = _parts(post, threads)
+
+            def upart(p: int) -> None:
+                if p < len(parts):
+                    lo, hi = parts[p]
+                    _kernels.uniform_rows(s3[:, :, lo:hi], d3[:, :, lo:hi], line.size, table,
+                                          line.cval, st[:, lo:hi], fresh)
+
+        self.team.run(upart)
         return state
 
     def _uniform_in_order(self, line: Line) -> None:
@@ -302,11 +418,14 @@ class _Runner:
         MPI.Request.Waitall(sends)
 
 
-def run(x: DistArray, plan: Plan, dtype: np.dtype, output: DistArray | None) -> DistArray:
+def run(x: DistArray, plan: Plan, dtype: np.dtype, output: DistArray | None,
+        threads: int | None = None) -> DistArray:
     """Apply ``plan`` to ``x``; the result has ``x``'s layout (written into ``output`` if given).
 
-    Call only where :func:`supported` holds and scipy accepted the arguments.
+    Call only where :func:`supported` holds and scipy accepted the arguments. ``threads``
+    (:func:`~parvox.threads.resolve_threads`) splits every pass's work on each block.
     """
+    nthreads = resolve_threads(threads)
     ndim = x.ndim
     ghost = tuple(h if x.grid.grid[a] > 1 else 0 for a, h in enumerate(plan.halo(ndim)))
     grid = BlockGrid(x.grid.shape, x.grid.grid, (False,) * ndim)  # ndimage follows ``mode``
@@ -325,8 +444,9 @@ def run(x: DistArray, plan: Plan, dtype: np.dtype, output: DistArray | None) -> 
     out = output if output is not None else x.like(dtype, fill=0 if any(x.ghost) else None)
     adopt = output is None and not any(ghost) and not any(x.ghost) and plan.lines
     targets = [None if adopt or not d.core.flags.c_contiguous else d.core for d in out.blocks]
-    runner = _Runner(x, plan, dtype, ghost, padded, targets, own)
-    results = runner.run()
+    with ThreadTeam(nthreads) as team:
+        runner = _Runner(x, plan, dtype, ghost, padded, targets, own, team)
+        results = runner.run()
     spares: list[Any] = list(runner.work) if own and runner.work else [None] * len(results)
     for b, res, dst, written, spare in zip(x.blocks, results, out.blocks, runner.written, spares,
                                            strict=True):

@@ -5,7 +5,9 @@ Built exactly as scipy builds them: ``sobel``/``prewitt`` are one chain of 1-D c
 ``gaussian_gradient_magnitude`` add up (squared) 1-D or Gaussian derivatives along each axis,
 each computed by the distributed :func:`~parvox.ndimage.correlate1d` or
 :func:`~parvox.ndimage.gaussian_filter`, and combined block by block in the output dtype with
-scipy's NumPy operations. Results equal scipy's bit for bit.
+scipy's NumPy operations. Results equal scipy's bit for bit. Every function also takes
+``threads=`` (keyword only): the threads per rank of the 1-D passes
+(:func:`parvox.threads.resolve_threads`); the result is the same with any count.
 
 Examples
 --------
@@ -38,6 +40,7 @@ from parvox.ndimage._halo import (
     resolve_output,
 )
 from parvox.ndimage.filters import correlate1d, gaussian_filter
+from parvox.threads import resolve_threads
 
 __all__ = ["gaussian_gradient_magnitude", "gaussian_laplace", "laplace", "prewitt", "sobel"]
 
@@ -45,8 +48,9 @@ Mode = str | Sequence[str]
 
 
 def _edge(scipy_func: Any, smooth: list[int], input: DistArray, axis: int, output: Any,
-          mode: Mode, cval: float) -> DistArray:
+          mode: Mode, cval: float, threads: int | None) -> DistArray:
     """Sobel/Prewitt: [-1, 0, 1] along ``axis``, ``smooth`` along every other axis."""
+    t = resolve_threads(threads)
     x = check_input(input)
     out_arg, out = resolve_output(output, x)
     dtype = probe(lambda b: scipy_func(b, axis, out_arg, mode, cval), x).dtype
@@ -57,10 +61,10 @@ def _edge(scipy_func: Any, smooth: list[int], input: DistArray, axis: int, outpu
         lines += [
             sep.Line.correlate(a, smooth, modes[a], cval, 0) for a in range(x.ndim) if a != ax
         ]
-        return sep.run(x, sep.Plan.chain(*lines), dtype, out)
+        return sep.run(x, sep.Plan.chain(*lines), dtype, out, t)
     return apply_padded(
         x, [1] * x.ndim, axis_modes(mode, tuple(range(x.ndim)), x.ndim), dtype,
-        lambda b: scipy_func(b, axis, dtype, mode, cval), output=out,
+        lambda b: scipy_func(b, axis, dtype, mode, cval), output=out, threads=t,
     )
 
 
@@ -70,6 +74,8 @@ def sobel(
     output: Any = None,
     mode: Mode = "reflect",
     cval: float = 0.0,
+    *,
+    threads: int | None = None,
 ) -> DistArray:
     """Sobel derivative along ``axis`` (``scipy.ndimage.sobel``); halo 1 on every axis.
 
@@ -79,7 +85,7 @@ def sobel(
     >>> float(sobel(x, axis=1).allgather()[1, 2])
     8.0
     """
-    return _edge(ndi.sobel, [1, 2, 1], input, axis, output, mode, cval)
+    return _edge(ndi.sobel, [1, 2, 1], input, axis, output, mode, cval, threads)
 
 
 def prewitt(
@@ -88,6 +94,8 @@ def prewitt(
     output: Any = None,
     mode: Mode = "reflect",
     cval: float = 0.0,
+    *,
+    threads: int | None = None,
 ) -> DistArray:
     """Prewitt derivative along ``axis`` (``scipy.ndimage.prewitt``); halo 1 on every axis.
 
@@ -97,7 +105,7 @@ def prewitt(
     >>> float(prewitt(x, axis=1).allgather()[1, 2])
     6.0
     """
-    return _edge(ndi.prewitt, [1, 1, 1], input, axis, output, mode, cval)
+    return _edge(ndi.prewitt, [1, 1, 1], input, axis, output, mode, cval, threads)
 
 
 Derivative = Callable[[DistArray, int, Any, str], DistArray]
@@ -138,6 +146,7 @@ def laplace(
     cval: float = 0.0,
     *,
     axes: int | Sequence[int] | None = None,
+    threads: int | None = None,
 ) -> DistArray:
     """Laplace filter from [1, -2, 1] second differences (``scipy.ndimage.laplace``); exact.
 
@@ -147,11 +156,12 @@ def laplace(
     >>> laplace(x).allgather()[1:3, 1:3].tolist()
     [[34.0, 34.0], [34.0, 34.0]]
     """
+    t = resolve_threads(threads)
     x = check_input(input)
     probe(lambda b: ndi.laplace(b, resolve_output(output, x)[0], mode, cval, axes=axes), x)
 
     def derivative2(d: DistArray, axis: int, out: Any, m: str) -> DistArray:
-        return correlate1d(d, [1, -2, 1], axis, out, m, cval, 0)
+        return correlate1d(d, [1, -2, 1], axis, out, m, cval, 0, threads=t)
 
     return _sum_over_axes(x, derivative2, output, mode, axes, squared=False)
 
@@ -174,6 +184,7 @@ def gaussian_laplace(
     cval: float = 0.0,
     *,
     axes: int | Sequence[int] | None = None,
+    threads: int | None = None,
     **kwargs: Any,
 ) -> DistArray:
     """Laplace filter from Gaussian second derivatives (``scipy.ndimage.gaussian_laplace``).
@@ -188,6 +199,7 @@ def gaussian_laplace(
     >>> bool(np.array_equal(got, ndi.gaussian_laplace(a, 1.0)))
     True
     """
+    t = resolve_threads(threads)
     x = check_input(input)
     probe(lambda b: ndi.gaussian_laplace(b, sigma, resolve_output(output, x)[0], mode, cval,
                                          axes=axes, **kwargs), x)
@@ -196,7 +208,7 @@ def gaussian_laplace(
     def derivative2(d: DistArray, axis: int, out: Any, m: str) -> DistArray:
         order = [0] * d.ndim
         order[axis] = 2
-        return gaussian_filter(d, full, order, out, m, cval, **kwargs)
+        return gaussian_filter(d, full, order, out, m, cval, threads=t, **kwargs)
 
     return _sum_over_axes(x, derivative2, output, mode, axes, squared=False)
 
@@ -209,6 +221,7 @@ def gaussian_gradient_magnitude(
     cval: float = 0.0,
     *,
     axes: int | Sequence[int] | None = None,
+    threads: int | None = None,
     **kwargs: Any,
 ) -> DistArray:
     """Gradient magnitude from Gaussian derivatives (``scipy.ndimage.gaussian_gradient_magnitude``).
@@ -219,6 +232,7 @@ def gaussian_gradient_magnitude(
     >>> round(float(gaussian_gradient_magnitude(x, 1.0).allgather()[2, 4]), 6)
     0.999393
     """
+    t = resolve_threads(threads)
     x = check_input(input)
     probe(lambda b: ndi.gaussian_gradient_magnitude(b, sigma, resolve_output(output, x)[0],
                                                     mode, cval, axes=axes, **kwargs), x)
@@ -226,6 +240,6 @@ def gaussian_gradient_magnitude(
     def derivative(d: DistArray, axis: int, out: Any, m: str) -> DistArray:
         order = [0] * d.ndim
         order[axis] = 1
-        return gaussian_filter(d, sigma, order, out, m, cval, **kwargs)
+        return gaussian_filter(d, sigma, order, out, m, cval, threads=t, **kwargs)
 
     return _sum_over_axes(x, derivative, output, mode, axes, squared=True)

@@ -12,7 +12,9 @@ scipy's own function otherwise. Results equal scipy's on the whole array bit for
 ``docs/ndimage.md`` for the one exception, ``uniform_filter`` along a split axis).
 
 ``output`` may be ``None`` (scipy's output dtype), a dtype, or a DistArray with the input's
-layout.
+layout. Every function also takes ``threads=`` (keyword only): the threads per rank that
+share each rank's blocks (:func:`parvox.threads.resolve_threads`: the argument, else
+``$PARVOX_THREADS``, else 1); the result is the same, bit for bit, with any count.
 
 Examples
 --------
@@ -48,6 +50,7 @@ from parvox.ndimage._halo import (
     resolve_output,
     window_halo,
 )
+from parvox.threads import resolve_threads
 
 __all__ = [
     "convolve",
@@ -69,12 +72,12 @@ def _axis(axis: int, ndim: int) -> int:
 
 def _run(
     x: DistArray, out: DistArray | None, dtype: np.dtype, plan: Callable[[], sep.Plan] | None,
-    halo: list[int], modes: list[str], scipy_kernel: Any,
+    halo: list[int], modes: list[str], scipy_kernel: Any, threads: int,
 ) -> DistArray:
     """The compiled separable plan where it applies, else scipy's function on every block."""
     if plan is not None and sep.supported(x.dtype, dtype):
-        return sep.run(x, plan(), dtype, out)
-    return apply_padded(x, halo, modes, dtype, scipy_kernel, output=out)
+        return sep.run(x, plan(), dtype, out, threads)
+    return apply_padded(x, halo, modes, dtype, scipy_kernel, output=out, threads=threads)
 
 
 def correlate1d(
@@ -85,6 +88,8 @@ def correlate1d(
     mode: str = "reflect",
     cval: float = 0.0,
     origin: int = 0,
+    *,
+    threads: int | None = None,
 ) -> DistArray:
     """1-D correlation along ``axis`` (``scipy.ndimage.correlate1d``); exact.
 
@@ -95,6 +100,7 @@ def correlate1d(
     >>> correlate1d(x, [1, 3]).allgather().tolist()
     [8, 26, 8, 12, 7, 28, 36, 9]
     """
+    t = resolve_threads(threads)
     x = check_input(input)
     out_arg, out = resolve_output(output, x)
     dtype = probe(lambda b: ndi.correlate1d(b, weights, axis, out_arg, mode, cval, origin), x).dtype
@@ -108,7 +114,7 @@ def correlate1d(
         plan = lambda: sep.Plan.chain(sep.Line.correlate(ax, w, mode, cval, origin))  # noqa: E731
     return _run(
         x, out, dtype, plan, halo, modes,
-        lambda b: ndi.correlate1d(b, weights, axis, dtype, mode, cval, origin),
+        lambda b: ndi.correlate1d(b, weights, axis, dtype, mode, cval, origin), t,
     )
 
 
@@ -120,6 +126,8 @@ def convolve1d(
     mode: str = "reflect",
     cval: float = 0.0,
     origin: int = 0,
+    *,
+    threads: int | None = None,
 ) -> DistArray:
     """1-D convolution along ``axis`` (``scipy.ndimage.convolve1d``); exact.
 
@@ -130,6 +138,7 @@ def convolve1d(
     >>> convolve1d(x, [1, 3]).allgather().tolist()
     [14, 24, 4, 13, 12, 36, 27, 0]
     """
+    t = resolve_threads(threads)
     x = check_input(input)
     probe(lambda b: ndi.convolve1d(b, weights, axis, resolve_output(output, x)[0], mode, cval,
                                    origin), x)
@@ -140,13 +149,14 @@ def convolve1d(
         o -= 1
     if w.dtype.kind == "c":
         w = w.conj()
-    return correlate1d(x, w, axis, output, mode, cval, o)
+    return correlate1d(x, w, axis, output, mode, cval, o, threads=t)
 
 
 def _correlate_like(
     scipy_func: Any, input: DistArray, weights: Any, output: Any, mode: Any, cval: Any,
-    origin: Any, axes: Any, convolution: bool,
+    origin: Any, axes: Any, convolution: bool, threads: int | None,
 ) -> DistArray:
+    t = resolve_threads(threads)
     x = check_input(input)
     out_arg, out = resolve_output(output, x)
     dtype = probe(
@@ -159,6 +169,7 @@ def _correlate_like(
     return apply_padded(
         x, halo, modes, dtype,
         lambda b: scipy_func(b, weights, dtype, mode, cval, origin, axes=axes), output=out,
+        threads=t,
     )
 
 
@@ -171,6 +182,7 @@ def correlate(
     origin: int | Sequence[int] = 0,
     *,
     axes: int | Sequence[int] | None = None,
+    threads: int | None = None,
 ) -> DistArray:
     """Multidimensional correlation (``scipy.ndimage.correlate``); real or complex; exact.
 
@@ -181,7 +193,8 @@ def correlate(
     >>> correlate(x, np.array([[0, 0, 1]]), mode="nearest").allgather()[0].tolist()
     [1.0, 2.0, 3.0, 4.0, 4.0]
     """
-    return _correlate_like(ndi.correlate, input, weights, output, mode, cval, origin, axes, False)
+    return _correlate_like(ndi.correlate, input, weights, output, mode, cval, origin, axes, False,
+                           threads)
 
 
 def convolve(
@@ -193,6 +206,7 @@ def convolve(
     origin: int | Sequence[int] = 0,
     *,
     axes: int | Sequence[int] | None = None,
+    threads: int | None = None,
 ) -> DistArray:
     """Multidimensional convolution (``scipy.ndimage.convolve``); real or complex; exact.
 
@@ -203,7 +217,8 @@ def convolve(
     >>> convolve(x, np.array([[0, 0, 1]]), mode="nearest").allgather()[0].tolist()
     [0.0, 0.0, 1.0, 2.0, 3.0]
     """
-    return _correlate_like(ndi.convolve, input, weights, output, mode, cval, origin, axes, True)
+    return _correlate_like(ndi.convolve, input, weights, output, mode, cval, origin, axes, True,
+                           threads)
 
 
 def gaussian_filter1d(
@@ -217,6 +232,7 @@ def gaussian_filter1d(
     truncate: float = 4.0,
     *,
     radius: int | None = None,
+    threads: int | None = None,
 ) -> DistArray:
     """1-D Gaussian filter (``scipy.ndimage.gaussian_filter1d``); exact.
 
@@ -227,6 +243,7 @@ def gaussian_filter1d(
     >>> np.round(gaussian_filter1d(x, 1).allgather(), 4).tolist()
     [1.427, 2.0678, 3.0, 3.9322, 4.573]
     """
+    t = resolve_threads(threads)
     x = check_input(input)
     out_arg, out = resolve_output(output, x)
     kw = {"radius": radius}
@@ -243,6 +260,7 @@ def gaussian_filter1d(
         lambda: sep.Plan.chain(sep.Line.gaussian(ax, sigma, order, mode, cval, truncate, radius)),
         halo, axis_modes(mode, (ax,), x.ndim),
         lambda b: ndi.gaussian_filter1d(b, sigma, axis, order, dtype, mode, cval, truncate, **kw),
+        t,
     )
 
 
@@ -274,6 +292,7 @@ def gaussian_filter(
     *,
     radius: int | Sequence[int] | None = None,
     axes: int | Sequence[int] | None = None,
+    threads: int | None = None,
 ) -> DistArray:
     """Multidimensional Gaussian filter (``scipy.ndimage.gaussian_filter``); exact.
 
@@ -298,6 +317,9 @@ def gaussian_filter(
         Explicit kernel radius (overrides ``truncate``).
     axes : int or sequence of int, optional
         Axes to filter (all by default).
+    threads : int, optional
+        Threads per rank (:func:`parvox.threads.resolve_threads`: ``$PARVOX_THREADS`` or 1);
+        the same result with any count.
 
     Returns
     -------
@@ -310,6 +332,7 @@ def gaussian_filter(
     >>> gaussian_filter(x, 1.0).shape
     (8, 8)
     """
+    t = resolve_threads(threads)
     x = check_input(input)
     out_arg, out = resolve_output(output, x)
     kw = {"radius": radius, "axes": axes}
@@ -327,7 +350,7 @@ def gaussian_filter(
         lambda: sep.Plan.chain(*gaussian_lines(x.ndim, sigma, order, mode, cval, truncate, radius,
                                                axes)),
         halo, axis_modes(mode, ax, x.ndim),
-        lambda b: ndi.gaussian_filter(b, sigma, order, dtype, mode, cval, truncate, **kw),
+        lambda b: ndi.gaussian_filter(b, sigma, order, dtype, mode, cval, truncate, **kw), t,
     )
 
 
@@ -339,6 +362,8 @@ def uniform_filter1d(
     mode: str = "reflect",
     cval: float = 0.0,
     origin: int = 0,
+    *,
+    threads: int | None = None,
 ) -> DistArray:
     """1-D uniform filter (``scipy.ndimage.uniform_filter1d``); exact.
 
@@ -349,6 +374,7 @@ def uniform_filter1d(
     >>> uniform_filter1d(x, size=3).allgather().tolist()
     [4, 3, 4, 1, 4, 6, 6, 3]
     """
+    t = resolve_threads(threads)
     x = check_input(input)
     out_arg, out = resolve_output(output, x)
     dtype = probe(
@@ -360,7 +386,7 @@ def uniform_filter1d(
     return _run(
         x, out, dtype, lambda: sep.Plan.chain(sep.Line.uniform(ax, size, mode, cval, origin)),
         halo, axis_modes(mode, (ax,), x.ndim),
-        lambda b: ndi.uniform_filter1d(b, size, axis, dtype, mode, cval, origin),
+        lambda b: ndi.uniform_filter1d(b, size, axis, dtype, mode, cval, origin), t,
     )
 
 
@@ -373,6 +399,7 @@ def uniform_filter(
     origin: int | Sequence[int] = 0,
     *,
     axes: int | Sequence[int] | None = None,
+    threads: int | None = None,
 ) -> DistArray:
     """Multidimensional uniform (box) filter (``scipy.ndimage.uniform_filter``); exact.
 
@@ -383,6 +410,7 @@ def uniform_filter(
     >>> float(uniform_filter(x, 3).allgather().min())
     1.0
     """
+    t = resolve_threads(threads)
     x = check_input(input)
     out_arg, out = resolve_output(output, x)
     dtype = probe(
@@ -405,5 +433,5 @@ def uniform_filter(
         x, out, dtype,
         lambda: sep.Plan.chain(*(sep.Line.uniform(a, s, m, cval, o) for a, s, o, m in windows)),
         halo, axis_modes(mode, ax, x.ndim),
-        lambda b: ndi.uniform_filter(b, size, dtype, mode, cval, origin, axes=axes),
+        lambda b: ndi.uniform_filter(b, size, dtype, mode, cval, origin, axes=axes), t,
     )

@@ -10,7 +10,11 @@ of the other dtypes), whose cost does not grow with the window. Before any work 
 peak memory per rank is estimated (:mod:`parvox.ndimage._memory`); one that does not fit the
 node raises ``ParameterError("size", ...)`` on every rank. ``generic_filter`` calls the user's
 function for every pixel of every block's core and halo, as scipy calls it for every pixel of
-the array.
+the array. Every function also takes ``threads=`` (keyword only, :func:`parvox.threads.resolve_threads`:
+the argument, else ``$PARVOX_THREADS``, else 1): each block is cut into that many slabs along
+its first axis, each with the window's reach (:mod:`parvox.ndimage._slabs`), filtered at once;
+the result is the same with any count (a Python ``function`` holds the GIL, so only compiled
+kernels run in parallel).
 
 Examples
 --------
@@ -48,6 +52,7 @@ from parvox.ndimage._halo import (
 from parvox.ndimage._histogram import dense_keys, extend, rank_filter_keys, rank_filter_u8
 from parvox.ndimage._memory import check_fits, filter_bytes
 from parvox.ndimage._selection import DTYPES, MAX_WIRES, rank_filter_valid, supports
+from parvox.threads import resolve_threads
 
 __all__ = [
     "generic_filter",
@@ -67,7 +72,8 @@ HISTOGRAM_U8 = 48
 
 
 def _line_filter(scipy_func: Any, input: DistArray, size: int, axis: int, output: Any,
-                 mode: str, cval: float, origin: int) -> DistArray:
+                 mode: str, cval: float, origin: int, threads: int | None) -> DistArray:
+    t = resolve_threads(threads)
     x = check_input(input)
     out_arg, out = resolve_output(output, x)
     dtype = probe(lambda b: scipy_func(b, size, axis, out_arg, mode, cval, origin), x).dtype
@@ -76,7 +82,7 @@ def _line_filter(scipy_func: Any, input: DistArray, size: int, axis: int, output
     halo[ax] = reach(int(size), operator.index(origin))
     return apply_padded(
         x, halo, axis_modes(mode, (ax,), x.ndim), dtype,
-        lambda b: scipy_func(b, size, axis, dtype, mode, cval, origin), output=out,
+        lambda b: scipy_func(b, size, axis, dtype, mode, cval, origin), output=out, threads=t,
     )
 
 
@@ -88,6 +94,8 @@ def minimum_filter1d(
     mode: str = "reflect",
     cval: float = 0.0,
     origin: int = 0,
+    *,
+    threads: int | None = None,
 ) -> DistArray:
     """1-D minimum filter along ``axis`` (``scipy.ndimage.minimum_filter1d``); exact.
 
@@ -97,7 +105,8 @@ def minimum_filter1d(
     >>> minimum_filter1d(x, size=3).allgather().tolist()
     [2, 0, 0, 0, 1, 1, 0, 0]
     """
-    return _line_filter(ndi.minimum_filter1d, input, size, axis, output, mode, cval, origin)
+    return _line_filter(ndi.minimum_filter1d, input, size, axis, output, mode, cval, origin,
+                        threads)
 
 
 def maximum_filter1d(
@@ -108,6 +117,8 @@ def maximum_filter1d(
     mode: str = "reflect",
     cval: float = 0.0,
     origin: int = 0,
+    *,
+    threads: int | None = None,
 ) -> DistArray:
     """1-D maximum filter along ``axis`` (``scipy.ndimage.maximum_filter1d``); exact.
 
@@ -117,7 +128,8 @@ def maximum_filter1d(
     >>> maximum_filter1d(x, size=3).allgather().tolist()
     [8, 8, 8, 4, 9, 9, 9, 9]
     """
-    return _line_filter(ndi.maximum_filter1d, input, size, axis, output, mode, cval, origin)
+    return _line_filter(ndi.maximum_filter1d, input, size, axis, output, mode, cval, origin,
+                        threads)
 
 
 def _window(
@@ -146,12 +158,14 @@ def _window(
 def _window_filter(
     scipy_func: Callable[..., Any], input: DistArray, size: Any, footprint: Any, output: Any,
     mode: Mode, cval: float, origin: Any, axes: Any, rank: Any = None, kind: str = "",
+    threads: int | None = None,
 ) -> DistArray:
     """min/max/median/rank/percentile: scipy's function, or a faster kernel where it is exact.
 
     The memory the chosen kernel needs is estimated first (:mod:`._memory`); a filter that
     does not fit raises ``ParameterError("size", ...)`` on every rank before any work.
     """
+    t = resolve_threads(threads)
     x = check_input(input)
     out_arg, out = resolve_output(output, x)
     lead = () if rank is None else (rank,)
@@ -175,7 +189,8 @@ def _window_filter(
         size=size if footprint is None else None,
         param="size" if footprint is None else "footprint",
     )
-    return apply_padded(x, halo, axis_modes(mode, ax, x.ndim), dtype, kernel, output=out)
+    return apply_padded(x, halo, axis_modes(mode, ax, x.ndim), dtype, kernel, output=out,
+                        threads=t)
 
 
 def _estimate(path: str, x: DistArray, window: np.ndarray, halo: Sequence[int],
@@ -302,6 +317,7 @@ def minimum_filter(
     origin: int | Sequence[int] = 0,
     *,
     axes: int | Sequence[int] | None = None,
+    threads: int | None = None,
 ) -> DistArray:
     """Minimum filter (``scipy.ndimage.minimum_filter``); exact.
 
@@ -312,7 +328,8 @@ def minimum_filter(
     [0.0, 0.0, 1.0, 2.0]
     """
     return _window_filter(
-        ndi.minimum_filter, input, size, footprint, output, mode, cval, origin, axes
+        ndi.minimum_filter, input, size, footprint, output, mode, cval, origin, axes,
+        threads=threads,
     )
 
 
@@ -326,6 +343,7 @@ def maximum_filter(
     origin: int | Sequence[int] = 0,
     *,
     axes: int | Sequence[int] | None = None,
+    threads: int | None = None,
 ) -> DistArray:
     """Maximum filter (``scipy.ndimage.maximum_filter``); exact.
 
@@ -336,7 +354,8 @@ def maximum_filter(
     [9.0, 10.0, 11.0, 11.0]
     """
     return _window_filter(
-        ndi.maximum_filter, input, size, footprint, output, mode, cval, origin, axes
+        ndi.maximum_filter, input, size, footprint, output, mode, cval, origin, axes,
+        threads=threads,
     )
 
 
@@ -350,6 +369,7 @@ def median_filter(
     origin: int | Sequence[int] = 0,
     *,
     axes: int | Sequence[int] | None = None,
+    threads: int | None = None,
 ) -> DistArray:
     """Median filter (``scipy.ndimage.median_filter``); exact.
 
@@ -369,7 +389,7 @@ def median_filter(
     """
     return _window_filter(
         ndi.median_filter, input, size, footprint, output, mode, cval, origin, axes,
-        kind="median",
+        kind="median", threads=threads,
     )
 
 
@@ -384,6 +404,7 @@ def rank_filter(
     origin: int | Sequence[int] = 0,
     *,
     axes: int | Sequence[int] | None = None,
+    threads: int | None = None,
 ) -> DistArray:
     """Rank filter (``scipy.ndimage.rank_filter``; ``rank=-1`` is the largest); exact.
 
@@ -395,7 +416,7 @@ def rank_filter(
     """
     return _window_filter(
         ndi.rank_filter, input, size, footprint, output, mode, cval, origin, axes,
-        rank=rank, kind="rank",
+        rank=rank, kind="rank", threads=threads,
     )
 
 
@@ -410,6 +431,7 @@ def percentile_filter(
     origin: int | Sequence[int] = 0,
     *,
     axes: int | Sequence[int] | None = None,
+    threads: int | None = None,
 ) -> DistArray:
     """Percentile filter (``scipy.ndimage.percentile_filter``); exact.
 
@@ -421,7 +443,7 @@ def percentile_filter(
     """
     return _window_filter(
         ndi.percentile_filter, input, size, footprint, output, mode, cval, origin, axes,
-        rank=percentile, kind="percentile",
+        rank=percentile, kind="percentile", threads=threads,
     )
 
 
@@ -438,6 +460,7 @@ def generic_filter(
     extra_keywords: dict[str, Any] | None = None,
     *,
     axes: int | Sequence[int] | None = None,
+    threads: int | None = None,
 ) -> DistArray:
     """Filter with a user function of the window's values (``scipy.ndimage.generic_filter``).
 
@@ -452,6 +475,7 @@ def generic_filter(
     >>> generic_filter(x, np.ptp, size=3).allgather()[0].tolist()
     [6.0, 7.0, 7.0, 7.0, 6.0]
     """
+    t = resolve_threads(threads)
     x = check_input(input)
     out_arg, out = resolve_output(output, x)
     kw = {"extra_arguments": extra_arguments, "extra_keywords": extra_keywords, "axes": axes}
@@ -463,7 +487,8 @@ def generic_filter(
     ax = norm_axes(axes, x.ndim)
     _, _, halo = _window(size, footprint, origin, ax, x.ndim)
     return apply_padded(
-        x, halo, axis_modes(mode, ax, x.ndim), dtype, lambda b: call(b, dtype), output=out
+        x, halo, axis_modes(mode, ax, x.ndim), dtype, lambda b: call(b, dtype), output=out,
+        threads=t,
     )
 
 
@@ -478,6 +503,8 @@ def generic_filter1d(
     origin: int = 0,
     extra_arguments: Sequence[Any] = (),
     extra_keywords: dict[str, Any] | None = None,
+    *,
+    threads: int | None = None,
 ) -> DistArray:
     """1-D filter with a user function of each extended line (``scipy.ndimage.generic_filter1d``).
 
@@ -493,6 +520,7 @@ def generic_filter1d(
     >>> np.round(generic_filter1d(x, smooth, 3).allgather(), 3).tolist()
     [0.333, 1.0, 2.0, 3.0, 4.0, 4.667]
     """
+    t = resolve_threads(threads)
     x = check_input(input)
     out_arg, out = resolve_output(output, x)
     kw = {"extra_arguments": extra_arguments, "extra_keywords": extra_keywords}
@@ -506,5 +534,6 @@ def generic_filter1d(
     halo = [0] * x.ndim
     halo[ax] = reach(int(filter_size), operator.index(origin))
     return apply_padded(
-        x, halo, axis_modes(mode, (ax,), x.ndim), dtype, lambda b: call(b, dtype), output=out
+        x, halo, axis_modes(mode, (ax,), x.ndim), dtype, lambda b: call(b, dtype), output=out,
+        threads=t,
     )
