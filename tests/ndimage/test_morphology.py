@@ -103,6 +103,10 @@ def test_distance_transform_edt_features_and_distances_across_pencils():
         x = DistArray.from_global(a, nblocks=min(a.shape[0], 11), axis=0)
         np.testing.assert_array_equal(pnd.distance_transform_edt(x, threads=2).allgather(),
                                       ndi.distance_transform_edt(a))
+    # ghosted blocks, one of them a single element (contiguous although ghosted)
+    g = np.array([[1], [1], [0]], bool)
+    x = DistArray.from_global(g, nblocks=2, ghost=1)
+    np.testing.assert_array_equal(pnd.distance_transform_edt(x).allgather(), [[2.0], [1.0], [0.0]])
     # no background at all: scipy's "no feature" result, and its argument checks
     ones = np.ones((6, 5))
     x = DistArray.from_global(ones, nblocks=3)

@@ -77,66 +77,70 @@ def first_pass(
 ) -> None:  # pragma: no cover - compiled
     """``f[i, q, k]``: the squared distance along axis 1 from ``q`` to the nearest false
     ``nonzero[i, :, k]``, or to ``below[i, k]`` / ``above[i, k]`` (indices outside ``0:n``, or
-    :data:`NO_BELOW` / :data:`NO_ABOVE`); ``inf`` if none. Lines ``i0:i1, k0:k1`` only."""
+    :data:`NO_BELOW` / :data:`NO_ABOVE`); ``inf`` if none. Lines ``i0:i1, k0:k1`` only.
+
+    The sweeps are branch-free (they vectorise): the nearest zero so far is a float64 index,
+    ``-inf`` / ``inf`` for none, so that its squared distance is ``inf``; integers below 2**53
+    are exact, so the products are those of the integers.
+    """
     n = nonzero.shape[1]
     m = k1 - k0
-    near = np.empty(m, np.int64)
+    near = np.empty(m, np.float64)
     for i in range(i0, i1):
         for k in range(m):
-            near[k] = below[i, k0 + k]
+            b = below[i, k0 + k]
+            near[k] = -np.inf if b == NO_BELOW else np.float64(b)
         for q in range(n):
-            row = nonzero[i, q]
-            out = f[i, q]
+            row = nonzero[i, q, k0:k1]
+            out = f[i, q, k0:k1]
+            fq = np.float64(q)
             for k in range(m):
-                if not row[k0 + k]:
-                    near[k] = q
-                    out[k0 + k] = 0.0
-                elif near[k] != NO_BELOW:
-                    d = q - near[k]
-                    out[k0 + k] = np.float64(d * d)
-                else:
-                    out[k0 + k] = np.inf
+                nk = near[k] if row[k] else fq
+                near[k] = nk
+                d = fq - nk
+                out[k] = d * d
         for k in range(m):
-            near[k] = above[i, k0 + k]
+            b = above[i, k0 + k]
+            near[k] = np.inf if b == NO_ABOVE else np.float64(b)
         for q in range(n - 1, -1, -1):
-            row = nonzero[i, q]
-            out = f[i, q]
+            row = nonzero[i, q, k0:k1]
+            out = f[i, q, k0:k1]
+            fq = np.float64(q)
             for k in range(m):
-                if not row[k0 + k]:
-                    near[k] = q
-                elif near[k] != NO_ABOVE:
-                    d = near[k] - q
-                    dd = np.float64(d * d)
-                    if dd < out[k0 + k]:
-                        out[k0 + k] = dd
+                nk = near[k] if row[k] else fq
+                near[k] = nk
+                d = nk - fq
+                out[k] = min(out[k], d * d)
 
 
 @_jit
 def _envelope(
-    f: np.ndarray, out: np.ndarray, v: np.ndarray, z: np.ndarray, root: bool
+    f: np.ndarray, out: np.ndarray, v: np.ndarray, h: np.ndarray, z: np.ndarray, root: bool
 ) -> None:  # pragma: no cover - compiled
     """``out[q] = min_p (q - p)**2 + f[p]`` over the finite ``f[p]`` (``inf`` if none); its
-    square root with ``root``."""
+    square root with ``root``. Work arrays: the envelope's parabolas ``v``, their
+    ``h = f[v] + v**2`` and the bounds ``z`` of their intervals."""
     n = f.size
     k = -1
     for q in range(n):
         fq = f[q]
         if fq == np.inf:
             continue
+        hq = fq + q * q
         if k < 0:
             k = 0
             v[0] = q
+            h[0] = hq
             z[0] = -np.inf
             z[1] = np.inf
             continue
-        p = v[k]
-        s = ((fq + q * q) - (f[p] + p * p)) / (2.0 * (q - p))
+        s = (hq - h[k]) / (2.0 * (q - v[k]))
         while s <= z[k]:  # z[0] is -inf: stops at k == 0
             k -= 1
-            p = v[k]
-            s = ((fq + q * q) - (f[p] + p * p)) / (2.0 * (q - p))
+            s = (hq - h[k]) / (2.0 * (q - v[k]))
         k += 1
         v[k] = q
+        h[k] = hq
         z[k] = s
         z[k + 1] = np.inf
     if k < 0:
@@ -161,13 +165,14 @@ def envelope_pass(
     on the lines ``i0:i1, k0:k1``; with ``root`` it stores the square roots (the last pass)."""
     n, post = a.shape[1], a.shape[2]
     v = np.empty(n, np.int64)
+    h = np.empty(n, np.float64)
     z = np.empty(n + 1, np.float64)
     line = np.empty(n, np.float64)
     if post == 1:
         for i in range(i0, i1):
             f = a[i, :, 0]
             line[:] = f
-            _envelope(line, f, v, z, root)
+            _envelope(line, f, v, h, z, root)
         return
     src = np.empty((TILE, n), np.float64)
     dst = np.empty((TILE, n), np.float64)
@@ -180,7 +185,7 @@ def envelope_pass(
                 for t in range(m):
                     src[t, q] = row[t]
             for t in range(m):
-                _envelope(src[t], dst[t], v, z, root)
+                _envelope(src[t], dst[t], v, h, z, root)
             for q in range(n):
                 row = plane[q, t0 : t0 + m]
                 for t in range(m):

@@ -275,7 +275,9 @@ def _distances(x: DistArray, out: DistArray, team: ThreadTeam) -> None:
     blocks hold whole (the last axis first), and along each other axis on a pencil layout (one
     all-to-all to it, and one back to ``out`` at the end). The last pass takes square roots.
     """
-    f = out if all(b.core.flags.c_contiguous for b in out.blocks) else x.like(np.float64, ghost=0)
+    # without ghosts the blocks are contiguous; decided alike on every rank (a one-element core
+    # of a ghosted block is contiguous too, and a rank alone skipping the move back would hang)
+    f = out if not any(out.ghost) else x.like(np.float64, ghost=0)
     d0 = _first_axis(x)
     masks = [np.ascontiguousarray(b.core) if b.core.dtype == np.bool_
              else np.not_equal(b.core, 0) for b in x.blocks]
