@@ -93,9 +93,8 @@ def test_distance_transform_edt_features_and_distances_across_pencils():
             assert pnd.distance_transform_edt(x, distances=dist) is None
             np.testing.assert_array_equal(dist.allgather(), ndi.distance_transform_edt(a))
             # threads per rank share each rank's lines: the same result, bit for bit
-            for t in (2, 3):
-                np.testing.assert_array_equal(pnd.distance_transform_edt(x, threads=t).allgather(),
-                                              dist.allgather())
+            np.testing.assert_array_equal(pnd.distance_transform_edt(x, threads=3).allgather(),
+                                          dist.allgather())
             d, i = pnd.distance_transform_edt(x, sampling, return_indices=True, threads=2)
             np.testing.assert_array_equal(d.allgather(), wd)
             np.testing.assert_array_equal(i.allgather(), wi)

@@ -15,10 +15,16 @@ the axes in order, as scipy computes them.
 
 When only the distances are asked for, without ``sampling``, the squared distances come from the
 1-D passes of :mod:`parvox.ndimage._edt` instead (Felzenszwalb and Huttenlocher's lower envelope
-of parabolas, on float64 values that hold the integers exactly): the axes the input's blocks
-hold whole first, then a pencil layout per remaining axis, moving one float64 per pixel; the
-``sqrt`` of those integers is scipy's distance bit for bit. (An input without any zero keeps
-scipy's own result for it, from the feature transform.) ``indices`` (returned or filled) is a DistArray of
+of parabolas, on float64 values that hold the integers exactly), and the ``sqrt`` of those
+integers is scipy's distance bit for bit. The first pass (the nearest zero on each line) runs
+along an axis that the blocks cut: a block needs only the last zero before it and the first one
+after it on each of its lines, two integers per line from one small exchange, not the lines
+themselves. The envelope passes then run along the axes the blocks hold whole, and along any
+other cut axis on a pencil layout (one float64 per pixel moved there, and back at the end). So
+blocks cut along one axis (any image or volume on 2 ranks) move no pixels at all. ``threads``
+splits each rank's lines among threads (:class:`parvox.threads.ThreadTeam`; the compiled passes
+release the GIL). (An input without any zero keeps scipy's own result for it, from the feature
+transform.) ``indices`` (returned or filled) is a DistArray of
 shape ``(ndim, *input.shape)`` whose grid is the input's with one block along the first axis.
 
 Examples
@@ -328,6 +334,7 @@ def distance_transform_edt(
     return_indices: bool = False,
     distances: DistArray | None = None,
     indices: DistArray | None = None,
+    *,
     threads: int | None = None,
 ) -> Any:
     """Exact Euclidean distance transform (``scipy.ndimage.distance_transform_edt``); exact.
@@ -360,6 +367,9 @@ def distance_transform_edt(
     >>> a = np.array([[0, 1, 1, 1], [1, 1, 1, 1]])
     >>> distance_transform_edt(DistArray.scatter(a)).allgather().round(3).tolist()
     [[0.0, 1.0, 2.0, 3.0], [1.0, 1.414, 2.236, 3.162]]
+    >>> two = distance_transform_edt(DistArray.scatter(a), threads=2)  # 2 threads per rank
+    >>> bool(np.array_equal(two.allgather(), ndi.distance_transform_edt(a)))
+    True
     """
     x = check_input(input)
     nthreads = resolve_threads(threads)
