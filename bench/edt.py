@@ -12,7 +12,8 @@ Two inputs, each about 2% background (``rng.random(shape) > 0.02``, seed 0): a 2
 
 Every round runs each peer once, in a rotating order (a drifting background load spreads over
 all alike); figures are medians over ``--repeats`` rounds. Prints a table per input and the
-load average, and ends with ``ratio: parvox(2 ranks)/edt(1 thread) = X`` for the volume.
+load average, and ends with ``ratio: parvox(2 ranks)/edt(1 thread) = X`` for the volume and
+``ratio: parvox(2 ranks)/edt(1 thread) 2-D = X`` for the image.
 
 Usage::
 
@@ -148,8 +149,10 @@ def main() -> None:
     volume, image = ((128,) * 3, (2048,) * 2) if args.quick else ((256,) * 3, (4096,) * 2)
     with tempfile.TemporaryDirectory(prefix="parvox-bench-") as keep:
         rows = bench(volume, args.repeats, keep)
-        bench(image, args.repeats, keep)
+        flat = bench(image, args.repeats, keep)
     print(f"ratio: parvox(2 ranks)/edt(1 thread) = {rows['parvox 2'] / rows['edt 1 thr']:.3f}")
+    print(f"ratio: parvox(2 ranks)/edt(1 thread) 2-D = "
+          f"{flat['parvox 2'] / flat['edt 1 thr']:.3f}")
 
 
 if __name__ == "__main__":

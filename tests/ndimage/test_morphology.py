@@ -75,6 +75,7 @@ def test_distance_transform_edt_features_and_distances_across_pencils():
 
     from parvox import ndimage as pnd
     from parvox.distarray import DistArray
+    from parvox.errors import ParameterError
 
     nranks = MPI.COMM_WORLD.Get_size()
     for shape, level in (((41, 29), 0.6), ((13, 11, 17), 0.55), ((57,), 0.6)):
@@ -91,9 +92,29 @@ def test_distance_transform_edt_features_and_distances_across_pencils():
             dist = x.like(np.float64)
             assert pnd.distance_transform_edt(x, distances=dist) is None
             np.testing.assert_array_equal(dist.allgather(), ndi.distance_transform_edt(a))
+            # threads per rank share each rank's lines: the same result, bit for bit
+            np.testing.assert_array_equal(pnd.distance_transform_edt(x, threads=3).allgather(),
+                                          dist.allgather())
+            d, i = pnd.distance_transform_edt(x, sampling, return_indices=True, threads=2)
+            np.testing.assert_array_equal(d.allgather(), wd)
+            np.testing.assert_array_equal(i.allgather(), wi)
+        # lines that cross many thin blocks, some without any zero
+        x = DistArray.from_global(a, nblocks=min(a.shape[0], 11), axis=0)
+        np.testing.assert_array_equal(pnd.distance_transform_edt(x, threads=2).allgather(),
+                                      ndi.distance_transform_edt(a))
+    # ghosted blocks, one of them a single element (contiguous although ghosted)
+    g = np.array([[1], [1], [0]], bool)
+    x = DistArray.from_global(g, nblocks=2, ghost=1)
+    np.testing.assert_array_equal(pnd.distance_transform_edt(x).allgather(), [[2.0], [1.0], [0.0]])
     # no background at all: scipy's "no feature" result, and its argument checks
     ones = np.ones((6, 5))
     x = DistArray.from_global(ones, nblocks=3)
+    try:
+        pnd.distance_transform_edt(x, threads=0)
+    except ParameterError as exc:
+        assert exc.param == "threads"
+    else:
+        raise AssertionError("threads=0 accepted")
     np.testing.assert_array_equal(pnd.distance_transform_edt(x).allgather(),
                                   ndi.distance_transform_edt(ones))
     try:

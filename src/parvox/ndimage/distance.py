@@ -15,10 +15,16 @@ the axes in order, as scipy computes them.
 
 When only the distances are asked for, without ``sampling``, the squared distances come from the
 1-D passes of :mod:`parvox.ndimage._edt` instead (Felzenszwalb and Huttenlocher's lower envelope
-of parabolas, on float64 values that hold the integers exactly): the axes the input's blocks
-hold whole first, then a pencil layout per remaining axis, moving one float64 per pixel; the
-``sqrt`` of those integers is scipy's distance bit for bit. (An input without any zero keeps
-scipy's own result for it, from the feature transform.) ``indices`` (returned or filled) is a DistArray of
+of parabolas, on float64 values that hold the integers exactly), and the ``sqrt`` of those
+integers is scipy's distance bit for bit. The first pass (the nearest zero on each line) runs
+along an axis that the blocks cut: a block needs only the last zero before it and the first one
+after it on each of its lines, two integers per line from one small exchange, not the lines
+themselves. The envelope passes then run along the axes the blocks hold whole, and along any
+other cut axis on a pencil layout (one float64 per pixel moved there, and back at the end). So
+blocks cut along one axis (any image or volume on 2 ranks) move no pixels at all. ``threads``
+splits each rank's lines among threads (:class:`parvox.threads.ThreadTeam`; the compiled passes
+release the GIL). (An input without any zero keeps scipy's own result for it, from the feature
+transform.) ``indices`` (returned or filled) is a DistArray of
 shape ``(ndim, *input.shape)`` whose grid is the input's with one block along the first axis.
 
 Examples
@@ -33,17 +39,20 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numba
 import numpy as np
 import scipy.ndimage as ndi
 
+from parvox import collectives
 from parvox.distarray import DistArray
 from parvox.ndimage import _edt
 from parvox.ndimage._halo import check_input, probe
 from parvox.ndimage._pencils import pencils
 from parvox.redistribution import redistribute
+from parvox.threads import ThreadTeam, resolve_threads
 
 __all__ = ["distance_transform_edt"]
 
@@ -129,12 +138,24 @@ def _voronoi(  # pragma: no cover - compiled
                     ft[i, ii, jj] = f[idx1, jj]
 
 
+def _voronoi_lines(ft: np.ndarray, lines: np.ndarray, d: int, sampling: np.ndarray,
+                   weighted: bool, i0: int, i1: int) -> None:
+    """:func:`_voronoi` on the lines ``i0:i1`` only."""
+    _voronoi(ft[i0:i1], lines[i0:i1], d, sampling, weighted)
+
+
+def _on_parts(team: ThreadTeam, kernel: Callable[..., None], split: Sequence[tuple[int, ...]],
+              *args: Any) -> None:
+    """``kernel(*args, *split[j])`` for every part ``j``, on the team's threads at once."""
+    team.run(lambda j: kernel(*args, *split[j]))
+
+
 def _feature_dtype(ndim: int) -> np.dtype:
     """One opaque item per pixel holding its ``ndim`` int32 feature coordinates (for moving)."""
     return np.dtype(f"V{4 * ndim}")
 
 
-def _features(x: DistArray, sampling: np.ndarray | None) -> DistArray:
+def _features(x: DistArray, sampling: np.ndarray | None, team: ThreadTeam) -> DistArray:
     """scipy's feature transform of ``x`` (background = zero), in ``x``'s layout."""
     ndim = x.ndim
     vt = _feature_dtype(ndim)
@@ -167,7 +188,9 @@ def _features(x: DistArray, sampling: np.ndarray | None) -> DistArray:
             others = [a for a in range(ndim) if a != d]
             for k, a in enumerate(others):
                 lines[:, a] = coords[:, k] + starts[k]
-            _voronoi(work, lines, d, samp, weighted)
+            cuts = [len(work) * j // team.threads for j in range(team.threads + 1)]
+            _on_parts(team, _voronoi_lines, [(cuts[j], cuts[j + 1]) for j in range(team.threads)],
+                      work, lines, d, samp, weighted)
             ft[...] = work.reshape(ft.shape)
         current = pencil
     back = x.like(vt)
@@ -182,34 +205,116 @@ def _has_background(x: DistArray) -> bool:
     return bool(x.comm.allreduce(mine, op=MPI.LOR))
 
 
-def _pass_order(x: DistArray) -> list[int]:
-    """The axes whole in ``x``'s blocks first (last axis first: contiguous), then the others."""
-    whole = [a for a in reversed(range(x.ndim)) if x.grid.grid[a] == 1]
-    return whole + [a for a in reversed(range(x.ndim)) if x.grid.grid[a] != 1]
+def _view(a: np.ndarray, d: int) -> np.ndarray:
+    """``a`` as a ``(pre, n, post)`` array along axis ``d`` (a view of a contiguous ``a``)."""
+    pre = int(np.prod(a.shape[:d], dtype=np.int64))
+    post = int(np.prod(a.shape[d + 1 :], dtype=np.int64))
+    return a.reshape(pre, a.shape[d], post)
 
 
-def _squared_distances(x: DistArray, out: DistArray) -> None:
-    """Squared distances of ``x`` (to its zeros; it has some) into ``out`` (``x``'s layout).
+def _first_axis(x: DistArray) -> int:
+    """The axis of the first pass: one that ``x``'s blocks cut (its lines cross blocks), else 0
+    (the pass sweeps whole rows, the envelope passes then run along the contiguous axes)."""
+    cut = [a for a in range(x.ndim) if x.grid.grid[a] > 1]
+    return max(cut, key=lambda a: x.grid.grid[a]) if cut else 0
 
-    The passes of :func:`parvox.ndimage._edt.edt_axis` run first along the axes that ``x``'s
-    blocks hold whole, then each other axis on a pencil layout (one all-to-all to it, and one
-    back to ``out`` at the end).
+
+def _zeros_around(
+    x: DistArray, d: int, masks: list[np.ndarray], team: ThreadTeam
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per block of ``x``: the nearest zero before and after it on each line along axis ``d``
+    (``(pre, post)`` arrays of indices relative to the block, :data:`~parvox.ndimage._edt.NO_BELOW`
+    / ``NO_ABOVE`` for none), from the other blocks on the line; collective.
+
+    Every block sends its first and last zero of each line that has one to the other blocks of
+    its column along ``d`` (:func:`~parvox.collectives.exchange_by_destination`); a block keeps
+    the last zero before it and the first one after it.
     """
-    f = out if all(b.core.flags.c_contiguous for b in out.blocks) else x.like(np.float64, ghost=0)
-    for b, dst in zip(x.blocks, f.blocks, strict=True):
-        np.copyto(dst.core, np.where(b.core != 0, np.inf, 0.0))
+    grid = x.grid
+    dest, gids, lines, firsts, lasts = [], [], [], [], []
+    for b, mask in zip(x.blocks, masks, strict=True):
+        v = _view(mask, d)
+        first = np.empty((v.shape[0], v.shape[2]), np.int64)
+        last = np.empty_like(first)
+        _on_parts(team, _edt.zero_ends, _edt.parts(v.shape[0], v.shape[2], team.threads),
+                  v, first, last)
+        has = np.flatnonzero(first != _edt.NO_ABOVE)
+        lo = b.extents[d][0]
+        coords = list(grid.coords(b.gid))
+        for j in range(grid.grid[d]):
+            if j == coords[d]:
+                continue
+            coords[d] = j
+            gid = grid.gid(coords)
+            dest.append(np.full(has.size, x.assignment.rank(gid), np.int64))
+            gids.append(np.full(has.size, gid, np.int64))
+            lines.append(has)
+            firsts.append(first.ravel()[has] + lo)
+            lasts.append(last.ravel()[has] + lo)
+
+    def joined(parts: list[np.ndarray]) -> np.ndarray:
+        return np.concatenate(parts) if parts else np.empty(0, np.int64)
+
+    got_gid, got_line, got_first, got_last = collectives.exchange_by_destination(
+        joined(dest), joined(gids), joined(lines), joined(firsts), joined(lasts), comm=x.comm)
+    out = []
+    for b, mask in zip(x.blocks, masks, strict=True):
+        v = _view(mask, d)
+        below = np.full(v.shape[0] * v.shape[2], _edt.NO_BELOW, np.int64)
+        above = np.full_like(below, _edt.NO_ABOVE)
+        lo, hi = b.extents[d]
+        mine = got_gid == b.gid
+        line, first, last = got_line[mine], got_first[mine], got_last[mine]
+        before, after = last < lo, first >= hi  # a block lies wholly before or after this one
+        np.maximum.at(below, line[before], last[before] - lo)
+        np.minimum.at(above, line[after], first[after] - lo)
+        out.append((below.reshape(v.shape[0], v.shape[2]), above.reshape(v.shape[0], v.shape[2])))
+    return out
+
+
+def _distances(x: DistArray, out: DistArray, team: ThreadTeam) -> None:
+    """The distances of ``x`` (to its zeros; it has some) into ``out`` (``x``'s layout).
+
+    The first pass (:func:`parvox.ndimage._edt.first_pass`) runs along an axis that ``x``'s
+    blocks cut, if any, where each block needs only the nearest zeros before and after it on
+    each line (:func:`_zeros_around`); the envelope passes then run along the axes that the
+    blocks hold whole (the last axis first), and along each other axis on a pencil layout (one
+    all-to-all to it, and one back to ``out`` at the end). The last pass takes square roots.
+    """
+    # without ghosts the blocks are contiguous; decided alike on every rank (a one-element core
+    # of a ghosted block is contiguous too, and a rank alone skipping the move back would hang)
+    f = out if not any(out.ghost) else x.like(np.float64, ghost=0)
+    d0 = _first_axis(x)
+    masks = [np.ascontiguousarray(b.core) if b.core.dtype == np.bool_
+             else np.not_equal(b.core, 0) for b in x.blocks]
+    if x.grid.grid[d0] > 1:
+        around = _zeros_around(x, d0, masks, team)
+    else:
+        around = []
+        for mask in masks:
+            v = _view(mask, d0)
+            around.append((np.full((v.shape[0], v.shape[2]), _edt.NO_BELOW, np.int64),
+                           np.full((v.shape[0], v.shape[2]), _edt.NO_ABOVE, np.int64)))
+    for mask, dst, (below, above) in zip(masks, f.blocks, around, strict=True):
+        v, fv = _view(mask, d0), _view(dst.core, d0)
+        _on_parts(team, _edt.first_pass, _edt.parts(v.shape[0], v.shape[2], team.threads),
+                  v, fv, below, above)
+    rest = ([a for a in reversed(range(x.ndim)) if a != d0 and x.grid.grid[a] == 1]
+            + [a for a in reversed(range(x.ndim)) if a != d0 and x.grid.grid[a] != 1])
     current = f
     size = x.comm.Get_size()
-    for k, d in enumerate(_pass_order(x)):
+    for k, d in enumerate(rest):
         if current.grid.grid[d] != 1:
             pencil = DistArray.empty(x.shape, np.float64, grid=pencils(x.shape, d, size),
                                      comm=x.comm)
             current = redistribute(current, pencil)
         for b in current.blocks:
-            core = b.core
-            pre = int(np.prod(core.shape[:d], dtype=np.int64))
-            post = int(np.prod(core.shape[d + 1 :], dtype=np.int64))
-            _edt.edt_axis(core.reshape(pre, core.shape[d], post), k == 0)
+            v = _view(b.core, d)
+            split = _edt.parts(v.shape[0], v.shape[2], team.threads, _edt.TILE)
+            _on_parts(team, _edt.envelope_pass, split, v, k == len(rest) - 1)
+    if not rest:
+        for b in current.blocks:
+            np.sqrt(b.core, out=b.core)
     if current is not out:
         redistribute(current, out)
 
@@ -229,6 +334,8 @@ def distance_transform_edt(
     return_indices: bool = False,
     distances: DistArray | None = None,
     indices: DistArray | None = None,
+    *,
+    threads: int | None = None,
 ) -> Any:
     """Exact Euclidean distance transform (``scipy.ndimage.distance_transform_edt``); exact.
 
@@ -245,6 +352,10 @@ def distance_transform_edt(
     indices : DistArray, optional
         int32 DistArray of shape ``(ndim, *input.shape)`` (grid ``(1, *input.grid)``) to fill
         instead of returning the feature transform.
+    threads : int, optional
+        Threads per rank for the compiled passes (:func:`parvox.threads.resolve_threads`:
+        default ``$PARVOX_THREADS``, else 1); each rank's lines are split among them. The
+        result does not depend on it.
 
     Returns
     -------
@@ -256,8 +367,12 @@ def distance_transform_edt(
     >>> a = np.array([[0, 1, 1, 1], [1, 1, 1, 1]])
     >>> distance_transform_edt(DistArray.scatter(a)).allgather().round(3).tolist()
     [[0.0, 1.0, 2.0, 3.0], [1.0, 1.414, 2.236, 3.162]]
+    >>> two = distance_transform_edt(DistArray.scatter(a), threads=2)  # 2 threads per rank
+    >>> bool(np.array_equal(two.allgather(), ndi.distance_transform_edt(a)))
+    True
     """
     x = check_input(input)
+    nthreads = resolve_threads(threads)
     ndim = x.ndim
     d_probe = None if distances is None else _probe_like(distances, (1,) * ndim, x, "distances")
     i_probe = None if indices is None else _probe_like(indices, (ndim,) + (1,) * ndim, None,
@@ -279,12 +394,12 @@ def distance_transform_edt(
     if (return_distances and not return_indices and samp is None and x.size
             and _has_background(x)):  # the distances alone: squared distances by 1-D passes
         dist = distances if distances is not None else x.like(np.float64)
-        _squared_distances(x, dist)
-        for b in dist.blocks:
-            np.sqrt(b.core, out=b.core)
+        with ThreadTeam(nthreads) as team:
+            _distances(x, dist, team)
         return None if distances is not None else dist
     if x.size:
-        feats = _features(x, samp)
+        with ThreadTeam(nthreads) as team:
+            feats = _features(x, samp, team)
     result = []
     if return_distances:
         dist = distances if distances is not None else x.like(np.float64)
