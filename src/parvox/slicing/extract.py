@@ -1,9 +1,10 @@
 """Parallel slice extraction: every rank gets the whole request (the seed's Figures 9-10).
 
 Each rank finds the extents the plane cuts on the disks it serves, reads them in its I/O
-threads while the compiled kernel extracts the parts of those already read, packs all its parts
-into one coalesced buffer and sends it to the root (``Gatherv`` of bytes); the root merges the
-parts in extent order. The result is the same at any rank count.
+threads while the compiled kernel extracts the parts of those already read straight into one
+coalesced message (:mod:`parvox.slicing.message`) and sends it to the root (``Gatherv`` of
+bytes); the root writes zoom-1 pixels into the slice as they come, and merges the parts of
+larger zooms in extent order. The result is the same at any rank count.
 
 Examples
 --------
@@ -33,11 +34,7 @@ import numpy as np
 
 from parvox.errors import ParvoxError
 from parvox.slicing.extents import grid_ranges
-from parvox.slicing.message import (
-    pack_parts,
-    place_message,
-    unpack_parts,
-)
+from parvox.slicing.message import message_arrays, pack_parts, place_message, unpack_parts
 from parvox.slicing.plane import Plane
 from parvox.slicing.resample import (
     Part,
@@ -231,8 +228,8 @@ class SliceEngine:
         t0 = time.perf_counter()
         keys, rng = src.extents_by_rank(plane)[self.rank]
         buf = src.read_message(plane, keys, rng)
-        n = int(buf[8:16].view(np.int64)[0])
-        nparts = int(np.count_nonzero(buf[8 * (4 + n) : 8 * (4 + 2 * n)].view(np.int64)))
+        counts = message_arrays(buf, src.channels, src.values_dtype(plane))[1]
+        nparts = int(np.count_nonzero(counts))
         self.stats = SliceStats(len(keys), nparts, int(buf.size), time.perf_counter() - t0,
                                 src.store.level)
         return buf
