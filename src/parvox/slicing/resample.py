@@ -208,50 +208,6 @@ def _row_span(b0, b1, b2, d0, d1, d2, lo, hi, last, l0, l1):  # pragma: no cover
 
 
 @numba.njit(nogil=True, cache=True, inline="always")
-def _linear_row(
-    blk, nch, strides, ilo0, ilo1, ilo2, b0, b1, b2, d0, d1, d2, first, stop, dst, base
-):  # pragma: no cover
-    # Zoom 1: the trilinear samples li in [first, stop) of one row (p = b + li * d) into
-    # dst[base + li] (the slice's rows, or the part's values).
-    # unsigned offsets: numba's indexing then skips the negative-index wraparound test of
-    # each of the 8 * nch loads
-    sz, sy, sx = np.uint64(strides[0]), np.uint64(strides[1]), np.uint64(strides[2])
-    syx, szx, szy, szyx = sy + sx, sz + sx, sz + sy, sz + sy + sx
-    one = np.uint64(1)
-    for li in range(first, stop):
-        lf = np.float64(li)
-        p0 = b0 + lf * d0
-        p1 = b1 + lf * d1
-        p2 = b2 + lf * d2
-        f0 = np.floor(p0)
-        f1 = np.floor(p1)
-        f2 = np.floor(p2)
-        t0 = p0 - f0
-        t1 = p1 - f1
-        t2 = p2 - f2
-        s0 = 1.0 - t0
-        s1 = 1.0 - t1
-        s2 = 1.0 - t2
-        q = np.uint64((int(f0) - ilo0) * strides[0] + (int(f1) - ilo1) * strides[1]
-                      + (int(f2) - ilo2) * strides[2])
-        w0 = s0 * s1
-        w1 = s0 * t1
-        w2 = t0 * s1
-        w3 = t0 * t1
-        w000, w001, w010, w011 = w0 * s2, w0 * t2, w1 * s2, w1 * t2
-        w100, w101, w110, w111 = w2 * s2, w2 * t2, w3 * s2, w3 * t2
-        row = base + li
-        for c in range(nch):
-            dst[row, c] = (
-                w000 * np.float64(blk[q]) + w001 * np.float64(blk[q + sx])
-                + w010 * np.float64(blk[q + sy]) + w011 * np.float64(blk[q + syx])
-                + w100 * np.float64(blk[q + sz]) + w101 * np.float64(blk[q + szx])
-                + w110 * np.float64(blk[q + szy]) + w111 * np.float64(blk[q + szyx])
-            )  # fmt: skip
-            q += one
-
-
-@numba.njit(nogil=True, cache=True, inline="always")
 def _extent_samples(
     blk, nch, strides, lo, hi, last, prm, k0, k1, l0, l1, zoom, width, out, index, values, m,
     runs, r,
@@ -265,46 +221,25 @@ def _extent_samples(
     sz, sy, sx = strides
     d0, d1, d2 = prm[6], prm[7], prm[8]
     last = (last[0], last[1], last[2])
-    ilo0, ilo1, ilo2 = int(lo[0]), int(lo[1]), int(lo[2])
-    if zoom == 1:  # every sample is a pixel: whole rows at once, no per-pixel branches
-        into = out.shape[0] > 0
-        rle = not into and runs.shape[0] > 0
-        for k in range(k0, k1):
-            kf = np.float64(k)
-            b0 = prm[0] + kf * prm[3]
-            b1 = prm[1] + kf * prm[4]
-            b2 = prm[2] + kf * prm[5]
-            first, stop = _row_span(b0, b1, b2, d0, d1, d2, lo, hi, last, l0, l1)
-            if stop <= first:
-                continue
-            if into:
-                _linear_row(blk, nch, strides, ilo0, ilo1, ilo2, b0, b1, b2, d0, d1, d2,
-                            first, stop, out, k * width)
-                continue
-            if rle:
-                runs[r, 0] = k * width + first
-                runs[r, 1] = stop - first
-                r += 1
-            else:
-                for li in range(first, stop):
-                    index[m + li - first] = k * width + li
-            _linear_row(blk, nch, strides, ilo0, ilo1, ilo2, b0, b1, b2, d0, d1, d2,
-                        first, stop, values, m - first)
-            m += stop - first
-        return m, r
+    into = zoom == 1 and out.shape[0] > 0
+    rle = zoom == 1 and not into and runs.shape[0] > 0
     i0 = k0 // zoom
     j0 = l0 // zoom
-    ni = (k1 - 1) // zoom - i0 + 1
-    nj = (l1 - 1) // zoom - j0 + 1
-    acc = np.zeros((ni, nj, nch), np.float64)
-    hit = np.zeros((ni, nj), np.bool_)
+    ni = (k1 - 1) // zoom - i0 + 1 if zoom > 1 else 1
+    nj = (l1 - 1) // zoom - j0 + 1 if zoom > 1 else 1
+    acc = np.zeros((ni, nj, nch) if zoom > 1 else (1, 1, nch), np.float64)
+    hit = np.zeros((ni, nj) if zoom > 1 else (1, 1), np.bool_)
+    ilo0, ilo1, ilo2 = int(lo[0]), int(lo[1]), int(lo[2])
     for k in range(k0, k1):
         kf = np.float64(k)
         b0 = prm[0] + kf * prm[3]
         b1 = prm[1] + kf * prm[4]
         b2 = prm[2] + kf * prm[5]
         first, stop = _row_span(b0, b1, b2, d0, d1, d2, lo, hi, last, l0, l1)
-        pi = k // zoom - i0
+        if rle and stop > first:
+            runs[r, 0] = k * width + first
+            runs[r, 1] = stop - first
+            r += 1
         for li in range(first, stop):
             lf = np.float64(li)
             p0 = b0 + lf * d0
@@ -320,8 +255,14 @@ def _extent_samples(
             s1 = 1.0 - t1
             s2 = 1.0 - t2
             q = (int(f0) - ilo0) * sz + (int(f1) - ilo1) * sy + (int(f2) - ilo2) * sx
-            pj = li // zoom - j0
-            hit[pi, pj] = True
+            row = k * width + li
+            pi = pj = 0
+            if zoom > 1:  # (integer divisions only where they are needed)
+                pi = k // zoom - i0
+                pj = li // zoom - j0
+                hit[pi, pj] = True
+            elif not (into or rle):
+                index[m] = row
             # the eight corner weights, shared by the channels
             w0 = s0 * s1
             w1 = s0 * t1
@@ -330,21 +271,30 @@ def _extent_samples(
             w000, w001, w010, w011 = w0 * s2, w0 * t2, w1 * s2, w1 * t2
             w100, w101, w110, w111 = w2 * s2, w2 * t2, w3 * s2, w3 * t2
             for c in range(nch):
-                acc[pi, pj, c] += (
+                v = (
                     w000 * np.float64(blk[q]) + w001 * np.float64(blk[q + sx])
                     + w010 * np.float64(blk[q + sy]) + w011 * np.float64(blk[q + sy + sx])
                     + w100 * np.float64(blk[q + sz]) + w101 * np.float64(blk[q + sz + sx])
                     + w110 * np.float64(blk[q + sz + sy])
                     + w111 * np.float64(blk[q + sz + sy + sx])
                 )  # fmt: skip
+                if zoom > 1:
+                    acc[pi, pj, c] += v
+                elif into:
+                    out[row, c] = v
+                else:
+                    values[m, c] = v
                 q += 1
-    for pi in range(ni):
-        for pj in range(nj):
-            if hit[pi, pj]:
-                index[m] = (i0 + pi) * width + (j0 + pj)
-                for c in range(nch):
-                    values[m, c] = acc[pi, pj, c]
+            if zoom == 1 and not into:
                 m += 1
+    if zoom > 1:
+        for pi in range(ni):
+            for pj in range(nj):
+                if hit[pi, pj]:
+                    index[m] = (i0 + pi) * width + (j0 + pj)
+                    for c in range(nch):
+                        values[m, c] = acc[pi, pj, c]
+                    m += 1
     return m, r
 
 
