@@ -105,3 +105,17 @@ def test_compute_threads_default_to_parvox_threads(tmp_path, monkeypatch):
         with pytest.raises(ParameterError) as err:
             ServerOptions(compute_threads=bad)
         assert err.value.param == "compute_threads"
+
+
+def test_slice_command_takes_threads(tmp_path, capsys):
+    import parvox.cli as cli
+
+    vol, path = _sources(tmp_path)["float32"]
+    args = ["slice", str(path), "--center", "9,11,14", "--normal", "1,1,0.5", "--size", "9,12"]
+    assert cli.main([*args, "--threads", "2", "-o", str(tmp_path / "t.npy")]) == 0
+    plane = Plane.from_normal((9, 11, 14), (1, 1, 0.5), (9, 12))
+    np.testing.assert_allclose(np.load(tmp_path / "t.npy"), reference_slice(vol, plane),
+                               rtol=1e-5, atol=1e-5)
+    with pytest.raises(SystemExit) as info:
+        cli.main([*args, "--threads", "0", "-o", str(tmp_path / "u.npy")])
+    assert info.value.code == 2 and "--threads" in capsys.readouterr().err
