@@ -15,7 +15,7 @@ import numpy as np
 
 from parvox import io
 from parvox.cli import UsageError
-from parvox.cli._common import plural
+from parvox.cli._common import add_threads_option, parse_threads, plural
 from parvox.cli._volume_args import check_disk_map, store_disks
 from parvox.errors import ParameterError
 
@@ -42,6 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "larger than the step, the default) or 0..L")
     parser.add_argument("--map", default=None, metavar="FILE",
                         help="configuration map (JSON/TOML) of rank -> disks")
+    add_threads_option(parser, "the slice resampler")
     parser.add_argument("-o", "--output", required=True, metavar="OUT",
                         help="OUT.png (8/16-bit or RGB) or OUT.npy (float values)")
 
@@ -75,6 +76,7 @@ def validate(args: argparse.Namespace) -> None:
         top = store_manifest(args.store).nlevels - 1
         if args.level_k > top:
             raise UsageError("--level", f"the store has levels 0..{top}, got {args.level_k}")
+    args.threads = parse_threads(args.threads)
     if not args.output.lower().endswith((".png", ".npy")):
         raise UsageError("-o", f"output must end in .png or .npy, got {args.output!r}")
     io.check_output_path(args.output, param="-o/--output")
@@ -97,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
             dmap = load_disk_map(args.map, store.meta.ndisks, c.Get_size())
         raw = args.output.lower().endswith(".npy")
         labels = store.meta.content == "labels"  # ids: exact in .npy, coloured in .png
-        with SliceEngine(store, comm=c, disk_map=dmap) as eng:
+        with SliceEngine(store, comm=c, disk_map=dmap, compute_threads=args.threads) as eng:
             img = eng.extract(plane, raw=raw, level=args.level_k)
             extents = c.reduce(eng.stats.extents, root=0)
             level = eng.stats.level

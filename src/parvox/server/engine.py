@@ -11,8 +11,8 @@ One slice request is one dataflow operation (seed Figures 6-10):
 * **read** (the owning rank, its ExtentServer): read the batch through the rank's
   :class:`~parvox.volume.ExtentReader` (``pread`` thread pool, LRU cache, checksums verified);
 * **extract** (same rank, its ComputeServer thread, overlapping the next read): extract and
-  resample every extent's part with the compiled kernel and pack the parts into one coalesced
-  buffer;
+  resample every extent's part with the compiled kernel, which writes the values straight into
+  the one coalesced message (:mod:`parvox.slicing.message`; zoom-1 indices run-length coded);
 * **merge** (rank 0): at zoom 1 each message's pixels are written straight into the slice as
   it arrives (every pixel comes from one extent); at larger zooms the parts are added in extent
   order, so the slice does not depend on the rank count or on the order the parts arrived in.
@@ -82,11 +82,11 @@ from parvox.slicing import (
     finish_slice,
     merge_parts,
     new_rows,
-    pack_parts,
     place_message,
     unpack_parts,
 )
 from parvox.slicing.source import Key, SliceSource
+from parvox.threads import resolve_threads
 from parvox.volume import DiskMap, VolumeStore
 
 if TYPE_CHECKING:
@@ -194,8 +194,10 @@ class SliceService:
     ----------
     store : VolumeStore or path
     options : ServerOptions, optional
-        The settings (the defaults without it); this class uses ``cache_bytes``, ``threads``, ``verify``, ``window``,
-        ``batch``, ``split`` (:mod:`parvox.server.split`), ``max_pending``, ``max_requests``, ``request_timeout``, ``encode_threads``,
+        The settings (the defaults without it); this class uses ``cache_bytes``, ``threads``,
+        ``compute_threads`` (threads of the extract stage per rank), ``verify``, ``window``,
+        ``batch``, ``split`` (:mod:`parvox.server.split`), ``max_pending``, ``max_requests``,
+        ``request_timeout``, ``encode_threads``,
         ``png_level`` and ``dead_after``.
     comm : MPI communicator, optional
     disk_map : DiskMap, optional
@@ -223,8 +225,11 @@ class SliceService:
         options = options or ServerOptions()
         self.options = options
         self.source = SliceSource(
-            store, comm, disk_map, options.cache_bytes, options.threads, options.verify
+            store, comm, disk_map, options.cache_bytes, options.threads, options.verify,
+            compute_threads=1,  # (the extract stage runs the kernels in its threads)
         )
+        #: threads of the extract stage per rank: tokens extracted at once
+        self.compute_threads = resolve_threads(options.compute_threads, "compute_threads")
         self.comm = self.source.comm
         self.rank = self.source.rank
         self.nranks = self.source.nranks
@@ -242,7 +247,8 @@ class SliceService:
                 "slice" if merge_rank == 0 else "slice-parts",
                 split=split,
                 stages=(Stage(read, "read", queue=2),
-                        Stage(self._extract, "extract", queue=2)),
+                        Stage(self._extract, "extract", threads=self.compute_threads,
+                              queue=2)),
                 merge=self._merge,
                 init=self._init,
                 finish=self._finish,
@@ -308,9 +314,10 @@ class SliceService:
     def _extract(self, work: tuple[dict[str, Any], list[tuple[Key, np.ndarray]]]) -> np.ndarray:
         token, blocks = work
         src = self.source.level_source(token["level"])
-        parts = src.parts_of(token["plane"], blocks, token["keys"], token["ranges"])
-        # in a buffer of the runtime's pool: the runtime gives it back once sent or merged
-        return pack_parts(parts, self.source.channels, alloc=self.flow.pool.take)
+        # the kernel writes the message itself, in a buffer of the runtime's pool: the
+        # runtime gives it back once sent or merged
+        return src.message_of(token["plane"], blocks, token["keys"], token["ranges"],
+                              alloc=self.flow.pool.take)
 
     def _init(self, request: tuple[Any, ...]) -> tuple[Any, ...]:
         plane = request[0]

@@ -33,6 +33,7 @@ from parvox.server.imaging import DEFAULT_PNG_LEVEL
 from parvox.server.params import DEFAULT_MAX_SIZE
 from parvox.server.png import parse_png_level
 from parvox.server.split import parse_split
+from parvox.threads import resolve_threads
 
 __all__ = ["OptionDoc", "ServerOptions", "option_doc", "option_docs"]
 
@@ -94,6 +95,10 @@ class ServerOptions:
         flag="--cache-mb", scale=1 << 20, metavar="M",
     )
     threads: int = _field(1, "pread threads per rank (>= 1).")
+    compute_threads: int | None = _field(
+        None, "Threads per rank running the extraction kernels (the slice resampler; >= 1; "
+        "default $PARVOX_THREADS, else 1).", metavar="T",
+    )
     verify: bool = _field(True, "Verify each extent's checksum when it is read.")
     window: int = _field(4, "Tokens in flight per rank (dataflow flow control, >= 1).")
     batch: int = _field(128, "Extents per token (>= 1).")
@@ -157,6 +162,15 @@ class ServerOptions:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ParameterError(name, f"{name} must be an integer >= 1, got {value!r}")
+        if self.compute_threads is not None:  # (a string from the command line)
+            given: Any = self.compute_threads
+            if isinstance(given, str):
+                try:
+                    given = int(given)
+                except ValueError:
+                    raise ParameterError("compute_threads", f"compute_threads must be an "
+                                         f"integer >= 1, got {given!r}") from None
+            object.__setattr__(self, "compute_threads", resolve_threads(given, "compute_threads"))
         if not 0.0 <= self.front_share <= 1.0:
             raise ParameterError(
                 "front_share", f"front_share must be in [0, 1], got {self.front_share}"

@@ -31,12 +31,9 @@ from parvox.slicing.extract import (
     SliceStats,
     extract_parts,
     extract_slice,
-    message_request,
-    pack_parts,
-    place_message,
     reference_slice,
-    unpack_parts,
 )
+from parvox.slicing.message import message_request, pack_parts, place_message, unpack_parts
 from parvox.slicing.params import PLANE_PARAMS, parse_plane
 from parvox.slicing.plane import MAX_SIZE, MAX_ZOOM, SAMPLINGS, Plane
 from parvox.slicing.resample import (

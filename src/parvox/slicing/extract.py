@@ -1,9 +1,10 @@
 """Parallel slice extraction: every rank gets the whole request (the seed's Figures 9-10).
 
 Each rank finds the extents the plane cuts on the disks it serves, reads them in its I/O
-threads while the compiled kernel extracts the parts of those already read, packs all its parts
-into one coalesced buffer and sends it to the root (``Gatherv`` of bytes); the root merges the
-parts in extent order. The result is the same at any rank count.
+threads while the compiled kernel extracts the parts of those already read straight into one
+coalesced message (:mod:`parvox.slicing.message`) and sends it to the root (``Gatherv`` of
+bytes); the root writes zoom-1 pixels into the slice as they come, and merges the parts of
+larger zooms in extent order. The result is the same at any rank count.
 
 Examples
 --------
@@ -26,13 +27,14 @@ import concurrent.futures as cf
 import dataclasses
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from parvox.errors import ParvoxError
 from parvox.slicing.extents import grid_ranges
+from parvox.slicing.message import message_arrays, pack_parts, place_message, unpack_parts
 from parvox.slicing.plane import Plane
 from parvox.slicing.resample import (
     Part,
@@ -41,9 +43,9 @@ from parvox.slicing.resample import (
     finish_slice,
     merge_parts,
     new_rows,
-    place_rows,
 )
 from parvox.slicing.source import SliceSource, as_key, extract_blocks
+from parvox.threads import resolve_threads
 from parvox.volume.cache import DEFAULT_CACHE_BYTES, ExtentReader
 from parvox.volume.config import DiskMap
 from parvox.volume.layout import Layout
@@ -58,11 +60,7 @@ __all__ = [
     "SliceStats",
     "extract_parts",
     "extract_slice",
-    "message_request",
-    "pack_parts",
-    "place_message",
     "reference_slice",
-    "unpack_parts",
 ]
 
 
@@ -78,116 +76,30 @@ def extract_parts(
     ranges: np.ndarray | None = None,
     pool: cf.Executor | None = None,
     out: np.ndarray | None = None,
+    threads: int | None = None,
 ) -> PartBatch:
     """Read ``keys`` through ``reader`` and extract the extents' parts as they are read.
 
     ``ranges`` (``(4, n)``, from ``extents_on_disks(..., return_ranges=True)``) saves
     recomputing the sample ranges. With ``pool`` (the seed's several ComputeServer threads
-    per process) the kernels, which release the GIL, run in its threads. With ``out``
-    (zoom 1: the slice's rows from :func:`~parvox.slicing.resample.new_rows`) the pixels are
-    written there and the batch is empty. :meth:`SliceSource.read_parts` is this with the
-    source's reader.
+    per process) the kernels, which release the GIL, run in its threads; without one,
+    ``threads`` kernel threads (:func:`parvox.threads.resolve_threads`: the argument, else
+    ``$PARVOX_THREADS``, else 1) are started for this call. With ``out`` (zoom 1: the slice's
+    rows from :func:`~parvox.slicing.resample.new_rows`) the pixels are written there and the
+    batch is empty. :meth:`SliceSource.read_parts` is this with the source's reader and
+    compute threads.
     """
     karr = np.asarray([as_key(key) for key in keys], dtype=np.int64).reshape(-1, 3)
     rng = grid_ranges(plane, layout, karr) if ranges is None else ranges
-    blocks = reader.read_many(karr.tolist())
-    return extract_blocks(PartExtractor(layout, plane, out), blocks, karr, rng, pool)
-
-
-def pack_parts(
-    parts: PartBatch | Sequence[Part], channels: int, request: int = 0,
-    alloc: Callable[[int], np.ndarray] | None = None, dtype: Any = np.float32,
-) -> np.ndarray:
-    """One ``uint8`` buffer holding ``parts``: a header of int64
-    ``[request, n, (extent, count) * n]``, then all pixel indices (int64), then all values
-    (the parts' dtype: float32, or the volume's with nearest sampling; ``channels`` per
-    pixel; the receiver knows which, see :func:`~parvox.slicing.values_dtype`). ``request`` tags the message (a server with several
-    requests in flight reads it back with :func:`message_request`). Empty parts are left out.
-    ``alloc(nbytes)``, if given, provides the ``uint8`` buffer (a message buffer pool's).
-    A batch is packed in its values' dtype, a list of parts in ``dtype``.
-
-    Examples
-    --------
-    >>> p = Part(7, np.array([1, 5]), np.ones((2, 1), np.float32))
-    >>> buf = pack_parts([p], 1, request=42)
-    >>> q = unpack_parts(buf, 1)[0]
-    >>> message_request(buf), q.extent, q.index.tolist(), q.values.ravel().tolist()
-    (42, 7, [1, 5], [1.0, 1.0])
-    """
-    batch = parts if isinstance(parts, PartBatch) else PartBatch.from_parts(parts, channels, dtype)
-    live = batch.counts > 0
-    n = int(np.count_nonzero(live))
-    header = np.empty(2 + 2 * n, dtype=np.int64)
-    header[0] = request
-    header[1] = n
-    header[2::2] = batch.extents[live]
-    header[3::2] = batch.counts[live]
-    pieces = [
-        header.view(np.uint8),
-        np.ascontiguousarray(batch.index, dtype=np.int64).view(np.uint8),
-        np.ascontiguousarray(batch.values).reshape(-1).view(np.uint8),
-    ]
-    if alloc is None:
-        return np.concatenate(pieces)
-    return np.concatenate(pieces, out=alloc(sum(p.size for p in pieces)))
-
-
-def message_request(buf: np.ndarray) -> int:
-    """The request tag of a buffer made by :func:`pack_parts`."""
-    return int(np.ascontiguousarray(buf[:8], dtype=np.uint8).view(np.int64)[0])
-
-
-def _message_arrays(
-    buf: np.ndarray, channels: int, dtype: Any = np.float32
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Views of a :func:`pack_parts` buffer: (extents, counts, all indices, all values of
-    ``dtype``)."""
-    n = int(buf[8:16].view(np.int64)[0])
-    header = buf[: 8 * (2 + 2 * n)].view(np.int64)
-    extents, counts = header[2::2], header[3::2]
-    total = int(counts.sum())
-    pos = 8 * (2 + 2 * n)
-    index = buf[pos : pos + 8 * total].view(np.int64)
-    pos += 8 * total
-    dt = np.dtype(dtype)
-    if buf.size != pos + dt.itemsize * total * channels:
-        raise ValueError(f"buf: {buf.size} bytes do not hold {total} x {channels} {dt} values "
-                         f"after the header and indices")
-    values = buf[pos:].view(dt).reshape(total, channels)
-    return extents, counts, index, values
-
-
-def place_message(buf: np.ndarray, rows: np.ndarray, channels: int) -> None:
-    """Write the pixels of a zoom-1 :func:`pack_parts` buffer into slice ``rows`` at once
-    (the values are read as ``rows``' dtype).
-
-    Same result as ``merge_parts(unpack_parts(buf))`` without splitting it into parts.
-
-    Examples
-    --------
-    >>> rows = np.zeros((4, 1), np.float32)
-    >>> place_message(pack_parts([Part(3, np.array([2]), np.full((1, 1), 5.0))], 1), rows, 1)
-    >>> rows.ravel().tolist()
-    [0.0, 0.0, 5.0, 0.0]
-    """
-    buf = np.ascontiguousarray(buf, dtype=np.uint8)
-    if buf.size:
-        _, _, index, values = _message_arrays(buf, channels, rows.dtype)
-        place_rows(rows, index, values)
-
-
-def unpack_parts(buf: np.ndarray, channels: int, dtype: Any = np.float32) -> list[Part]:
-    """Inverse of :func:`pack_parts` (``dtype``: the values', as packed)."""
-    buf = np.ascontiguousarray(buf, dtype=np.uint8)
-    if buf.size == 0:
-        return []
-    extents, counts, index, values = _message_arrays(buf, channels, dtype)
-    parts = []
-    start = 0
-    for ext, cnt in zip(extents, counts, strict=True):
-        parts.append(Part(int(ext), index[start : start + cnt], values[start : start + cnt]))
-        start += int(cnt)
-    return parts
+    nthreads = resolve_threads(threads) if pool is None else 1
+    own = cf.ThreadPoolExecutor(nthreads, "parvox-extract") if nthreads > 1 else None
+    try:
+        blocks = reader.read_many(karr.tolist())
+        return extract_blocks(PartExtractor(layout, plane, out), blocks, karr, rng,
+                              pool if own is None else own)
+    finally:
+        if own is not None:
+            own.shutdown(wait=True)
 
 
 @dataclasses.dataclass
@@ -232,9 +144,11 @@ class SliceEngine:
         Which rank serves which disks; round-robin by default.
     cache_bytes, threads, verify, evict
         Passed to :class:`parvox.volume.ExtentReader`.
-    compute_threads : int
-        Threads running the extraction kernels (1: in the calling thread). More than one
-        helps when a rank has several cores to itself.
+    compute_threads : int, optional
+        Threads running the extraction kernels, per rank (1: in the calling thread); by
+        default ``$PARVOX_THREADS``, else 1 (:func:`parvox.threads.resolve_threads`). More
+        than one helps when a rank has several cores to itself: ``SliceEngine(store,
+        compute_threads=2)`` on 1 rank against ``compute_threads=1`` on 2 ranks.
     level : int
         The level :meth:`extract` reads for ``level=0`` when ``store`` is a path; any other
         level of the store's pyramid is opened when a slice first asks for it.
@@ -256,7 +170,7 @@ class SliceEngine:
         threads: int = 1,
         verify: bool = True,
         evict: bool = False,
-        compute_threads: int = 1,
+        compute_threads: int | None = None,
         level: int = 0,
     ) -> None:
         self.source = SliceSource(
@@ -306,31 +220,52 @@ class SliceEngine:
         self.stats = SliceStats(len(keys), nparts, 0, time.perf_counter() - t0, src.store.level)
         return parts
 
+    def local_message(self, plane: Plane, source: SliceSource | None = None) -> np.ndarray:
+        """:meth:`local_parts` as the one message this rank sends: the kernel writes the
+        values straight into it, zoom-1 indices run-length coded
+        (:func:`~parvox.slicing.source.extract_message`)."""
+        src = self.source if source is None else source
+        t0 = time.perf_counter()
+        keys, rng = src.extents_by_rank(plane)[self.rank]
+        buf = src.read_message(plane, keys, rng)
+        counts = message_arrays(buf, src.channels, src.values_dtype(plane))[1]
+        nparts = int(np.count_nonzero(counts))
+        self.stats = SliceStats(len(keys), nparts, int(buf.size), time.perf_counter() - t0,
+                                src.store.level)
+        return buf
+
     def gather_parts(
         self,
-        parts: PartBatch,
+        parts: PartBatch | np.ndarray,
         root: int = 0,
         error: BaseException | None = None,
         rows: np.ndarray | None = None,
     ) -> list[Part] | None:
         """Send this rank's parts to ``root`` in one message; ``root`` returns all parts.
 
-        A rank that failed (``error``) still takes part, sending nothing; ``root`` then raises
+        ``parts`` is a batch, or the message already written (:meth:`local_message`). A rank
+        that failed (``error``) still takes part, sending nothing; ``root`` then raises
         :class:`SliceError` with that rank's message, so no rank is left waiting. With
         ``rows`` (on ``root``, zoom 1) the other ranks' pixels are written there straight
         from their messages and only ``parts`` is returned.
         """
         comm = self.comm
+        channels = self.source.channels
+        if isinstance(parts, PartBatch):
+            dtype = parts.values.dtype
+        else:  # a message: its values' dtype is the slice's
+            dtype = np.dtype(np.float32) if rows is None else rows.dtype
         if comm.Get_size() == 1:
             if error is not None:
                 raise error
-            return parts.parts()
+            return parts.parts() if isinstance(parts, PartBatch) else unpack_parts(
+                parts, channels, dtype)
         from mpi4py import MPI
 
         mine = self.rank == root
         buf = np.empty(0, np.uint8)
         if not mine and error is None:
-            buf = pack_parts(parts, self.source.channels)
+            buf = pack_parts(parts, channels) if isinstance(parts, PartBatch) else parts
         self.stats.message_bytes = int(buf.size)
         msg = None if error is None else f"{type(error).__name__}: {error}"
         info = comm.gather((int(buf.size), msg), root=root)
@@ -349,15 +284,15 @@ class SliceEngine:
         failed = [(r, m) for r, (_, m) in enumerate(info) if m is not None]
         if failed:
             raise SliceError(f"rank {failed[0][0]} failed extracting its parts: {failed[0][1]}")
-        allparts = parts.parts()
+        allparts = (parts.parts() if isinstance(parts, PartBatch)
+                    else unpack_parts(parts, channels, dtype))
         for r in range(comm.Get_size()):
             if r != root and counts[r]:
                 chunk = recv[displs[r] : displs[r] + counts[r]]
                 if rows is not None:
-                    place_message(chunk, rows, self.source.channels)
+                    place_message(chunk, rows, channels)
                 else:
-                    allparts.extend(unpack_parts(chunk, self.source.channels,
-                                                 parts.values.dtype))
+                    allparts.extend(unpack_parts(chunk, channels, dtype))
         return allparts
 
     def extract(
@@ -398,11 +333,15 @@ class SliceEngine:
         self.stats = SliceStats(level=k)
         # zoom 1 on root: every pixel is written straight into the slice (parts are disjoint)
         rows = new_rows(plane, channels, dtype) if plane.zoom == 1 and self.rank == root else None
+        mine: PartBatch | np.ndarray = parts
         try:
-            parts = self.local_parts(plane, out=rows, source=src)
+            if self.rank == root or self.nranks == 1:
+                mine = self.local_parts(plane, out=rows, source=src)
+            else:  # the kernel writes this rank's message itself
+                mine = self.local_message(plane, source=src)
         except Exception as exc:  # reported to root inside the collective
             error = exc
-        allparts = self.gather_parts(parts, root, error, rows=rows)
+        allparts = self.gather_parts(mine, root, error, rows=rows)
         if allparts is None:
             return None
         if rows is None:

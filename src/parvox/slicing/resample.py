@@ -209,16 +209,20 @@ def _row_span(b0, b1, b2, d0, d1, d2, lo, hi, last, l0, l1):  # pragma: no cover
 
 @numba.njit(nogil=True, cache=True, inline="always")
 def _extent_samples(
-    blk, nch, strides, lo, hi, last, prm, k0, k1, l0, l1, zoom, width, out, index, values, m
+    blk, nch, strides, lo, hi, last, prm, k0, k1, l0, l1, zoom, width, out, index, values, m,
+    runs, r,
 ):  # pragma: no cover
     # blk: the extent's voxels, flat (C order: z, y, x, channel); strides: of z, y, x in blk.
     # lo/hi: owned floor range [lo, hi) per axis (floats); last: n-1 per axis; prm: origin(3),
     # dk(3), dl(3); samples k in [k0, k1), l in [l0, l1). Writes the part at index/values[m:]
-    # (or, with zoom 1 and a non-empty out, straight into out's rows); returns the new m.
+    # (or, with zoom 1 and a non-empty out, straight into out's rows; with zoom 1 and a
+    # non-empty runs, the values at values[m:] and one run (first pixel, length) per row at
+    # runs[r:] instead of an index per pixel); returns the new (m, r).
     sz, sy, sx = strides
     d0, d1, d2 = prm[6], prm[7], prm[8]
     last = (last[0], last[1], last[2])
     into = zoom == 1 and out.shape[0] > 0
+    rle = zoom == 1 and not into and runs.shape[0] > 0
     i0 = k0 // zoom
     j0 = l0 // zoom
     ni = (k1 - 1) // zoom - i0 + 1 if zoom > 1 else 1
@@ -232,6 +236,10 @@ def _extent_samples(
         b1 = prm[1] + kf * prm[4]
         b2 = prm[2] + kf * prm[5]
         first, stop = _row_span(b0, b1, b2, d0, d1, d2, lo, hi, last, l0, l1)
+        if rle and stop > first:
+            runs[r, 0] = k * width + first
+            runs[r, 1] = stop - first
+            r += 1
         for li in range(first, stop):
             lf = np.float64(li)
             p0 = b0 + lf * d0
@@ -253,7 +261,7 @@ def _extent_samples(
                 pi = k // zoom - i0
                 pj = li // zoom - j0
                 hit[pi, pj] = True
-            elif not into:
+            elif not (into or rle):
                 index[m] = row
             # the eight corner weights, shared by the channels
             w0 = s0 * s1
@@ -287,20 +295,22 @@ def _extent_samples(
                     for c in range(nch):
                         values[m, c] = acc[pi, pj, c]
                     m += 1
-    return m
+    return m, r
 
 
 @numba.njit(nogil=True, cache=True)
 def _extract_kernel(
-    addresses, like, slot, bounds, ranges, last, prm, zoom, width, out, index, values, counts
+    addresses, like, slot, bounds, ranges, last, prm, zoom, width, out, index, values, counts,
+    runs,
 ):  # pragma: no cover
     # addresses: (n,) of the extents' C-contiguous blocks, dtype of like, shape slot (4,);
     # bounds: (n, 6) float64 lo(3), hi(3); ranges: (n, 4) int64 k0, k1, l0, l1.
-    # Returns the number of rows written to index/values; counts[e]: extent e's share.
+    # Returns the numbers of rows written to values and of runs written to runs (runs: see
+    # _extent_samples); counts[e]: extent e's rows.
     nch = slot[3]
     size = slot[0] * slot[1] * slot[2] * nch
     strides = (slot[1] * slot[2] * nch, slot[2] * nch, nch)
-    m = 0
+    m = r = 0
     for e in range(addresses.size):
         blk = numba.carray(_as_pointer(addresses[e]), (size,), like.dtype)  # type: ignore[call-arg]
         lo = (bounds[e, 0], bounds[e, 1], bounds[e, 2])
@@ -309,18 +319,18 @@ def _extract_kernel(
         start = m
         if k0 < k1 and l0 < l1:
             if nch == 3:  # RGB: the channel loop unrolled
-                m = _extent_samples(blk, 3, strides, lo, hi, last, prm, k0, k1, l0, l1,
-                                    zoom, width, out, index, values, m)
+                m, r = _extent_samples(blk, 3, strides, lo, hi, last, prm, k0, k1, l0, l1,
+                                       zoom, width, out, index, values, m, runs, r)
             else:
-                m = _extent_samples(blk, nch, strides, lo, hi, last, prm, k0, k1, l0, l1,
-                                    zoom, width, out, index, values, m)
+                m, r = _extent_samples(blk, nch, strides, lo, hi, last, prm, k0, k1, l0, l1,
+                                       zoom, width, out, index, values, m, runs, r)
         counts[e] = m - start
-    return m
+    return m, r
 
 
 @numba.njit(nogil=True, cache=True)
 def _extent_nearest(
-    blk, nch, strides, lo, hi, last, prm, k0, k1, l0, l1, width, out, index, values, m
+    blk, nch, strides, lo, hi, last, prm, k0, k1, l0, l1, width, out, index, values, m, runs, r
 ):  # pragma: no cover
     # Zoom 1, nearest voxel floor(p + 0.5) of each owned sample (floor(p) or floor(p) + 1 per
     # axis: both in the extent thanks to its overlap voxel), copied in the volume's dtype.
@@ -329,6 +339,7 @@ def _extent_nearest(
     d0, d1, d2 = prm[6], prm[7], prm[8]
     last = (last[0], last[1], last[2])
     into = out.shape[0] > 0
+    rle = not into and runs.shape[0] > 0
     ilo0, ilo1, ilo2 = int(lo[0]), int(lo[1]), int(lo[2])
     for k in range(k0, k1):
         kf = np.float64(k)
@@ -336,6 +347,10 @@ def _extent_nearest(
         b1 = prm[1] + kf * prm[4]
         b2 = prm[2] + kf * prm[5]
         first, stop = _row_span(b0, b1, b2, d0, d1, d2, lo, hi, last, l0, l1)
+        if rle and stop > first:
+            runs[r, 0] = k * width + first
+            runs[r, 1] = stop - first
+            r += 1
         for li in range(first, stop):
             lf = np.float64(li)
             q = ((int(np.floor(b0 + lf * d0 + 0.5)) - ilo0) * sz
@@ -346,22 +361,23 @@ def _extent_nearest(
                 for c in range(nch):
                     out[row, c] = blk[q + c]
             else:
-                index[m] = row
+                if not rle:
+                    index[m] = row
                 for c in range(nch):
                     values[m, c] = blk[q + c]
                 m += 1
-    return m
+    return m, r
 
 
 @numba.njit(nogil=True, cache=True)
 def _nearest_kernel(
-    addresses, like, slot, bounds, ranges, last, prm, width, out, index, values, counts
+    addresses, like, slot, bounds, ranges, last, prm, width, out, index, values, counts, runs
 ):  # pragma: no cover
     # _extract_kernel for nearest sampling (zoom 1): values and out in the blocks' dtype.
     nch = slot[3]
     size = slot[0] * slot[1] * slot[2] * nch
     strides = (slot[1] * slot[2] * nch, slot[2] * nch, nch)
-    m = 0
+    m = r = 0
     for e in range(addresses.size):
         blk = numba.carray(_as_pointer(addresses[e]), (size,), like.dtype)  # type: ignore[call-arg]
         lo = (bounds[e, 0], bounds[e, 1], bounds[e, 2])
@@ -369,10 +385,10 @@ def _nearest_kernel(
         k0, k1, l0, l1 = ranges[e, 0], ranges[e, 1], ranges[e, 2], ranges[e, 3]
         start = m
         if k0 < k1 and l0 < l1:
-            m = _extent_nearest(blk, nch, strides, lo, hi, last, prm, k0, k1, l0, l1, width,
-                                out, index, values, m)
+            m, r = _extent_nearest(blk, nch, strides, lo, hi, last, prm, k0, k1, l0, l1, width,
+                                   out, index, values, m, runs, r)
         counts[e] = m - start
-    return m
+    return m, r
 
 
 def extract_part(
@@ -478,13 +494,61 @@ class PartExtractor:
         """
         keys = np.asarray(keys, dtype=np.int64).reshape(-1, 3)
         n = len(keys)
-        if len(blocks) != n:
-            raise ValueError(f"blocks: {len(blocks)} blocks for {n} keys")
-        ranges = np.ascontiguousarray(np.asarray(ranges, dtype=np.int64).reshape(4, n).T)
+        ranges = np.asarray(ranges, dtype=np.int64).reshape(4, n)
         if n == 0:
             return PartBatch.from_parts(
                 [], 1 if self.out is None else self.out.shape[1], self.dtype
             )
+        nch = 1 if np.ndim(blocks[0]) == 3 else np.shape(blocks[0])[3]
+        vtype = np.dtype(blocks[0].dtype) if self.nearest else np.dtype(np.float32)
+        cap = 0 if self.out is not None else int(self.capacity(ranges)[0].sum())
+        if self.out is None and self.plane.zoom == 1:
+            cap = min(cap, self.plane.size[0] * self.plane.size[1])
+        index = np.empty(cap, np.int64)
+        values = np.empty((cap, nch), vtype)
+        counts, m, _ = self.kernel(blocks, keys, ranges, values, index=index)
+        extents = self.layout.linear_index(keys[:, 0], keys[:, 1], keys[:, 2])
+        return PartBatch(extents, counts, index[:m], values[:m])
+
+    def kernel(
+        self,
+        blocks: Sequence[np.ndarray],
+        keys: np.ndarray,
+        ranges: np.ndarray,
+        values: np.ndarray,
+        index: np.ndarray | None = None,
+        runs: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, int, int]:
+        """One call of the compiled kernel over several extents, into arrays the caller gives.
+
+        Parameters
+        ----------
+        blocks, keys, ranges
+            As :meth:`extract_many`'s (``keys`` ``(n, 3)`` int64, ``ranges`` ``(4, n)``).
+        values : ndarray, shape (cap, C)
+            Where the parts' values go, extent after extent (float32, or the blocks' dtype
+            with nearest sampling); may be a view into a message buffer. Unused with ``out``.
+        index : ndarray of int64, optional
+            The pixel index of every value (one per row of ``values``).
+        runs : ndarray of int64, shape (cap, 2), optional
+            Zoom 1 only, instead of ``index``: one ``(first pixel, length)`` run per slice row
+            of each part (the values of a run are consecutive rows of ``values``).
+
+        Returns
+        -------
+        counts : ndarray of int64, shape (n,)
+            Rows of ``values`` per extent.
+        m, r : int
+            Rows of ``values`` and runs written.
+
+        The capacities the arrays need are :meth:`capacity`'s.
+        """
+        n = len(keys)
+        if len(blocks) != n:
+            raise ValueError(f"blocks: {len(blocks)} blocks for {n} keys")
+        if runs is not None and self.plane.zoom != 1:
+            raise ValueError("runs: run-length indices are for zoom 1 only")
+        ranges = np.ascontiguousarray(np.asarray(ranges, dtype=np.int64).reshape(4, n).T)
         blocks = [self._checked(b, blocks[0]) for b in blocks]  # keeps the copies alive
         nch = 1 if blocks[0].ndim == 3 else blocks[0].shape[3]
         lo = keys * self.extent
@@ -496,25 +560,26 @@ class PartExtractor:
         out = self.out if self.out is not None else np.empty((0, nch), vtype)
         if out.dtype != vtype:
             raise ValueError(f"out: rows must be {vtype} for these blocks, got {out.dtype}")
-        cap = self._capacity(ranges)
-        index = np.empty(cap, np.int64)
-        values = np.empty((cap, nch), vtype)
+        if values.dtype != vtype or values.ndim != 2 or values.shape[1] != nch:
+            raise ValueError(f"values: must be (cap, {nch}) {vtype}, got {values.shape} "
+                             f"{values.dtype}")
+        index = np.empty(0, np.int64) if index is None else index
+        runs = np.empty((0, 2), np.int64) if runs is None else runs
         counts = np.empty(n, np.int64)
         like = np.empty(0, blocks[0].dtype)
         slot = np.asarray((*self.slot, nch), np.int64)
         width = self.plane.size[1]
         if self.nearest:  # a copy of the voxels' bits: one compiled kernel per item size
             bits = np.dtype(f"u{vtype.itemsize}")
-            m = _nearest_kernel(addresses, np.empty(0, bits), slot, bounds.astype(np.float64),
-                                ranges, self.last, self.params, width, out.view(bits), index,
-                                values.view(bits), counts)
+            m, r = _nearest_kernel(addresses, np.empty(0, bits), slot, bounds.astype(np.float64),
+                                   ranges, self.last, self.params, width, out.view(bits), index,
+                                   values.view(bits), counts, runs)
         else:
-            m = _extract_kernel(
+            m, r = _extract_kernel(
                 addresses, like, slot, bounds.astype(np.float64), ranges, self.last,
-                self.params, self.plane.zoom, width, out, index, values, counts,
+                self.params, self.plane.zoom, width, out, index, values, counts, runs,
             )  # fmt: skip
-        extents = self.layout.linear_index(keys[:, 0], keys[:, 1], keys[:, 2])
-        return PartBatch(extents, counts, index[:m], values[:m])
+        return counts, int(m), int(r)
 
     def _checked(self, block: np.ndarray, first: np.ndarray) -> np.ndarray:
         """``block`` as the kernel reads it (C order), after checking its shape and dtype
@@ -528,18 +593,29 @@ class PartExtractor:
             )
         return block if block.flags.c_contiguous else np.ascontiguousarray(block)
 
-    def _capacity(self, ranges: np.ndarray) -> int:
-        """Rows enough for the parts of extents with these ``(n, 4)`` sample ranges."""
-        if self.out is not None:
-            return 0
-        k0, k1, l0, l1 = ranges.T
-        live = (k0 < k1) & (l0 < l1)
+    def capacity(self, ranges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Upper bounds, per extent, of the rows of values and of the runs of the parts of
+        extents with these ``(4, n)`` sample ranges (0 for both with ``out``; runs: one per
+        slice row the extent's samples span, meaningful with zoom 1 only).
+
+        Examples
+        --------
+        >>> from parvox.volume import Layout
+        >>> from parvox.slicing import Plane
+        >>> plane = Plane(center=(4, 3.5, 3.5), u=(0, 0, 1), v=(0, 1, 0), size=(8, 8))
+        >>> rows, runs = PartExtractor(Layout((8, 8, 8), (8, 8, 8)), plane).capacity(
+        ...     np.array([[0], [8], [0], [8]]))
+        >>> rows.tolist(), runs.tolist()
+        ([64], [8])
+        """
+        k0, k1, l0, l1 = np.asarray(ranges, dtype=np.int64).reshape(4, -1)
+        live = (k0 < k1) & (l0 < l1) & (self.out is None)
         z = self.plane.zoom
         if z == 1:  # every sample is in one extent
-            h, w = self.plane.size
-            return int(min(np.sum(((k1 - k0) * (l1 - l0))[live]), h * w))
-        rows = ((k1 - 1) // z - k0 // z + 1) * ((l1 - 1) // z - l0 // z + 1)
-        return int(np.sum(rows[live]))
+            rows = (k1 - k0) * (l1 - l0)
+        else:
+            rows = ((k1 - 1) // z - k0 // z + 1) * ((l1 - 1) // z - l0 // z + 1)
+        return np.where(live, rows, 0), np.where(live, k1 - k0, 0)
 
 
 def values_dtype(plane: Plane, dtype: Any) -> np.dtype:

@@ -38,7 +38,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -46,8 +46,10 @@ import numpy as np
 from parvox.comm import get_comm
 from parvox.slicing.extents import cut_extents
 from parvox.slicing.levels import AUTO, auto_level, parse_level, plane_at_level
+from parvox.slicing.message import INDEX, RUNS, header_bytes, values_bytes
 from parvox.slicing.plane import Plane
 from parvox.slicing.resample import PartBatch, PartExtractor, values_dtype
+from parvox.threads import resolve_threads
 from parvox.volume.cache import DEFAULT_CACHE_BYTES, ExtentReader
 from parvox.volume.config import DiskMap, resolve_disk_map
 from parvox.volume.store import VolumeStore
@@ -55,7 +57,7 @@ from parvox.volume.store import VolumeStore
 if TYPE_CHECKING:
     from mpi4py import MPI
 
-__all__ = ["CHUNK", "Key", "SliceSource", "as_key", "extract_blocks"]
+__all__ = ["CHUNK", "Key", "SliceSource", "as_key", "extract_blocks", "extract_message"]
 
 #: an extent index ``(kz, ky, kx)``
 Key = tuple[int, int, int]
@@ -116,6 +118,109 @@ def extract_blocks(
     )
 
 
+def extract_message(
+    extractor: PartExtractor,
+    blocks: Iterable[tuple[Key, np.ndarray]],
+    keys: np.ndarray,
+    ranges: np.ndarray,
+    channels: int,
+    request: int = 0,
+    alloc: Callable[[int], np.ndarray] | None = None,
+    pool: cf.Executor | None = None,
+    chunk: int = CHUNK,
+) -> np.ndarray:
+    """The parts of ``blocks`` as one message (:mod:`parvox.slicing.message`), the kernel
+    writing the values straight into it.
+
+    Arguments as :func:`extract_blocks`'; ``channels``: the volume's; ``request``: the tag;
+    ``alloc(nbytes)``: the ``uint8`` buffer (a message pool's; a new array by default),
+    sized for the largest parts the sample ranges allow, of which the message is a prefix.
+    Zoom-1 parts get run-length indices. With ``pool`` every chunk of extents gets a region
+    of its own, and the values are moved together at the end.
+
+    Examples
+    --------
+    >>> from parvox.volume import Layout
+    >>> from parvox.slicing import Plane, grid_ranges
+    >>> from parvox.slicing.message import unpack_parts
+    >>> lay = Layout((8, 8, 8), extent=(8, 8, 8))
+    >>> plane = Plane(center=(4, 3.5, 3.5), u=(0, 0, 1), v=(0, 1, 0), size=(8, 8))
+    >>> keys = np.zeros((1, 3), np.int64)
+    >>> block = np.ones((9, 9, 9), np.float32)
+    >>> buf = extract_message(PartExtractor(lay, plane), [((0, 0, 0), block)], keys,
+    ...                       grid_ranges(plane, lay, keys), 1, request=5)
+    >>> part, = unpack_parts(buf, 1)
+    >>> part.index.size, float(part.values.sum())
+    (64, 64.0)
+    """
+    keys = np.asarray(keys, dtype=np.int64).reshape(-1, 3)
+    n = len(keys)
+    ranges = np.asarray(ranges, dtype=np.int64).reshape(4, n)
+    rle = extractor.plane.zoom == 1
+    rows_cap, runs_cap = extractor.capacity(ranges)
+    words_cap = 2 * runs_cap if rle else rows_cap
+    dt = extractor.dtype
+    h = header_bytes(n)
+    vcap = values_bytes(int(rows_cap.sum()), channels, dt)
+    size = h + vcap + 8 * int(words_cap.sum())
+    buf = np.empty(size, np.uint8) if alloc is None else alloc(size)
+    values = buf[h : h + int(rows_cap.sum()) * channels * dt.itemsize].view(dt)
+    values = values.reshape(-1, channels)
+    scratch = np.empty(int(words_cap.sum()), np.int64)  # the indices, appended at the end
+    column = {key: i for i, key in enumerate(map(tuple, keys.tolist()))}
+    done: list[Any] = []  # (columns, value offset, word offset, kernel result or future)
+    at = [0, 0]  # where the next chunk writes: values, index words
+
+    def run(group: list[tuple[Key, np.ndarray]]) -> None:
+        cols = np.asarray([column[key] for key, _ in group], dtype=np.int64)
+        vo, wo = at
+        vn, wn = int(rows_cap[cols].sum()), int(words_cap[cols].sum())
+        idx = scratch[wo : wo + wn]
+        args = ([block for _, block in group], keys[cols], ranges[:, cols], values[vo : vo + vn])
+        kw = {"runs": idx.reshape(-1, 2)} if rle else {"index": idx}
+        if pool is None:
+            res = extractor.kernel(*args, **kw)
+            at[0], at[1] = vo + res[1], wo + (2 * res[2] if rle else res[1])
+            done.append((cols, vo, wo, res))
+        else:
+            done.append((cols, vo, wo, pool.submit(extractor.kernel, *args, **kw)))
+            at[0], at[1] = vo + vn, wo + wn
+
+    group: list[tuple[Key, np.ndarray]] = []
+    for item in blocks:
+        group.append(item)
+        if len(group) == chunk:
+            run(group)
+            group = []
+    if group:
+        run(group)
+    order, counts, pieces = [], [], []
+    m = words = 0
+    for cols, vo, wo, res in done:
+        cnt, mm, rr = res.result() if isinstance(res, cf.Future) else res
+        if vo != m:  # (a pool's chunks: regions of their own, moved together)
+            values[m : m + mm] = values[vo : vo + mm]
+        ww = 2 * rr if rle else mm
+        pieces.append(scratch[wo : wo + ww])
+        order.append(cols)
+        counts.append(cnt)
+        m += mm
+        words += ww
+    header = buf[:h].view(np.int64)
+    header[:4] = (request, n, RUNS if rle else INDEX, words // 2 if rle else words)
+    if done:
+        keys = keys[np.concatenate(order)]
+    header[4 : 4 + n] = extractor.layout.linear_index(keys[:, 0], keys[:, 1], keys[:, 2])
+    header[4 + n :] = np.concatenate(counts) if done else 0
+    v = values_bytes(m, channels, dt)
+    index = buf[h + v : h + v + 8 * words].view(np.int64)
+    pos = 0
+    for piece in pieces:
+        index[pos : pos + piece.size] = piece
+        pos += piece.size
+    return buf[: h + v + 8 * words]
+
+
 class SliceSource:
     """This rank's store, disks and extent reader (collective only through the store's files).
 
@@ -130,8 +235,10 @@ class SliceSource:
         Which rank serves which disks; round-robin by default.
     cache_bytes, threads, verify, evict
         Passed to :class:`parvox.volume.ExtentReader`.
-    compute_threads : int
-        Threads running the extraction kernels (1: in the calling thread).
+    compute_threads : int, optional
+        Threads running the extraction kernels (the resampler's thread count: 1 runs them in
+        the calling thread); by default ``$PARVOX_THREADS``, else 1
+        (:func:`parvox.threads.resolve_threads`).
     level : int
         The pyramid level read when ``store`` is a path (0: full resolution). The other
         levels are opened on first use by :meth:`level_source`, with the same settings.
@@ -146,11 +253,12 @@ class SliceSource:
         threads: int = 1,
         verify: bool = True,
         evict: bool = False,
-        compute_threads: int = 1,
+        compute_threads: int | None = None,
         level: int = 0,
     ) -> None:
-        if compute_threads < 1:
-            raise ValueError(f"compute_threads must be >= 1, got {compute_threads}")
+        compute_threads = resolve_threads(compute_threads, "compute_threads")
+        #: threads running the extraction kernels (the resampler's threads per rank)
+        self.compute_threads = compute_threads
         self.comm = get_comm(comm)
         self.rank = self.comm.Get_rank()
         self.nranks = self.comm.Get_size()
@@ -317,6 +425,29 @@ class SliceSource:
         """
         extractor = PartExtractor(self.layout, plane, out, self.meta.dtype)
         return extract_blocks(extractor, blocks, keys, ranges, self._pool)
+
+    def message_of(
+        self,
+        plane: Plane,
+        blocks: Iterable[tuple[Key, np.ndarray]],
+        keys: np.ndarray,
+        ranges: np.ndarray,
+        request: int = 0,
+        alloc: Callable[[int], np.ndarray] | None = None,
+    ) -> np.ndarray:
+        """The parts of read ``blocks`` as one message, written in place by the kernel
+        (:func:`extract_message`; ``alloc``: the message buffer's allocator)."""
+        extractor = PartExtractor(self.layout, plane, None, self.meta.dtype)
+        return extract_message(extractor, blocks, keys, ranges, self.channels, request, alloc,
+                               self._pool)
+
+    def read_message(
+        self, plane: Plane, keys: np.ndarray, ranges: np.ndarray, request: int = 0,
+        alloc: Callable[[int], np.ndarray] | None = None,
+    ) -> np.ndarray:
+        """:meth:`read_parts` into one message (:meth:`message_of`)."""
+        blocks = self.reader.read_many(np.asarray(keys).tolist())
+        return self.message_of(plane, blocks, keys, ranges, request, alloc)
 
     def read(self, keys: np.ndarray) -> list[tuple[Key, np.ndarray]]:
         """Read extents ``keys`` (``(n, 3)``, through the cache); ``(key, block)`` pairs in

@@ -1,0 +1,121 @@
+"""The message a rank sends: written in place by the kernel, run-length indices at zoom 1."""
+
+import concurrent.futures as cf
+
+import numpy as np
+import pytest
+
+from parvox.errors import ParameterError
+from parvox.slicing import Part, Plane, SliceSource, merge_parts, new_rows, reference_slice
+from parvox.slicing.message import (
+    RUNS,
+    message_arrays,
+    message_request,
+    pack_parts,
+    place_message,
+    run_index,
+    unpack_parts,
+)
+from parvox.slicing.resample import PartExtractor
+from parvox.slicing.source import extract_message
+from parvox.volume import ingest_array
+
+SHAPE = (19, 23, 29)
+
+
+def _sources(tmp_path):
+    rng = np.random.default_rng(11)
+    vols = {
+        "rgb": rng.integers(0, 256, (*SHAPE, 3)).astype(np.uint8),
+        "float32": rng.random(SHAPE, dtype=np.float32),
+        # ids beyond 2**53: a float would round them
+        "uint64": rng.integers(2**60, 2**63, SHAPE, dtype=np.uint64),
+    }
+    return {k: (v, ingest_array(v, tmp_path / k, ndisks=2, extent=(5, 7, 6), progress=False))
+            for k, v in vols.items()}
+
+
+def test_messages_equal_the_parts_and_the_reference(tmp_path):
+    from mpi4py import MPI
+
+    pool = cf.ThreadPoolExecutor(3)
+    try:
+        for kind, (vol, path) in _sources(tmp_path).items():
+            ch = 3 if kind == "rgb" else 1
+            with SliceSource(path, comm=MPI.COMM_SELF) as src:
+                for zoom, sampling in ((1, "linear"), (2, "linear"), (3, "linear"),
+                                       (1, "nearest")):
+                    plane = Plane(center=(9.3, 11.1, 14.6), u=(0.3, 1, 0.8), v=(1, 0.1, -0.2),
+                                  size=(13, 17), zoom=zoom, sampling=sampling)
+                    keys, ranges = src.extents_by_rank(plane)[0]
+                    vd = src.values_dtype(plane)
+                    want = merge_parts(src.read_parts(plane, keys, ranges).parts(), plane, ch, vd)
+                    ref = reference_slice(vol, plane)
+                    if sampling == "nearest":
+                        assert np.array_equal(want, ref)  # the voxels' bits, uint64 ids too
+                    else:
+                        np.testing.assert_allclose(want, ref, rtol=1e-5, atol=1e-4 * vol.max())
+                    blocks = src.read(keys)[::-1]  # in any order
+                    for workers, chunk in ((None, 64), (None, 2), (pool, 1), (pool, 3)):
+                        ex = PartExtractor(src.layout, plane, None, src.meta.dtype)
+                        buf = extract_message(ex, blocks, keys, ranges, ch, request=9,
+                                              pool=workers, chunk=chunk)
+                        assert message_request(buf) == 9
+                        got = merge_parts(unpack_parts(buf, ch, vd), plane, ch, vd)
+                        assert got.dtype == vd and np.array_equal(got, want)
+                        if zoom == 1:
+                            assert message_arrays(buf, ch, vd)[4] == RUNS
+                            rows = new_rows(plane, ch, vd)
+                            place_message(buf, rows, ch)
+                            assert np.array_equal(rows.reshape(want.shape), want)
+    finally:
+        pool.shutdown()
+
+
+def test_packed_parts_and_runs():
+    parts = [Part(4, np.array([0, 7, 3]), np.arange(3, dtype=np.float32).reshape(3, 1)),
+             Part(2, np.array([], np.int64), np.empty((0, 1), np.float32)),
+             Part(1, np.array([5]), np.full((1, 1), 9.0, np.float32))]
+    buf = pack_parts(parts, 1, request=3)
+    back = unpack_parts(buf, 1)
+    assert [p.extent for p in back] == [4, 1]
+    assert back[0].index.tolist() == [0, 7, 3] and back[1].values.ravel().tolist() == [9.0]
+    rows = np.zeros((8, 1), np.float32)
+    place_message(buf, rows, 1)
+    assert rows.ravel().tolist() == [0.0, 0.0, 0.0, 2.0, 0.0, 9.0, 0.0, 1.0]
+    assert run_index(np.array([[3, 0], [6, 2], [0, 1]])).tolist() == [6, 7, 0]
+    with pytest.raises(ValueError, match="buf"):
+        unpack_parts(buf[:-8], 1)
+
+
+def test_compute_threads_default_to_parvox_threads(tmp_path, monkeypatch):
+    from mpi4py import MPI
+
+    from parvox.server.options import ServerOptions
+
+    _, path = _sources(tmp_path)["float32"]
+    monkeypatch.setenv("PARVOX_THREADS", "2")
+    with SliceSource(path, comm=MPI.COMM_SELF) as src:
+        assert src.compute_threads == 2
+    with SliceSource(path, comm=MPI.COMM_SELF, compute_threads=1) as src:
+        assert src.compute_threads == 1
+    assert ServerOptions().compute_threads is None
+    assert ServerOptions(compute_threads="3").compute_threads == 3  # the command line's text
+    for bad in (0, "x"):
+        with pytest.raises(ParameterError) as err:
+            ServerOptions(compute_threads=bad)
+        assert err.value.param == "compute_threads"
+
+
+def test_slice_command_takes_threads(tmp_path, capsys):
+    import parvox.cli as cli
+
+    vol, path = _sources(tmp_path)["float32"]
+    args = ["slice", str(path), "--center", "9,11,14", "--normal", "1,1,0.5", "--size", "9,12"]
+    assert cli.main([*args, "--threads", "2", "-o", str(tmp_path / "t.npy")]) == 0
+    plane = Plane.from_normal((9, 11, 14), (1, 1, 0.5), (9, 12))
+    np.testing.assert_allclose(np.load(tmp_path / "t.npy"), reference_slice(vol, plane),
+                               rtol=1e-5, atol=1e-5)
+    with pytest.raises(SystemExit) as info:
+        cli.main([*args, "--threads", "0", "-o", str(tmp_path / "u.npy")])
+    assert info.value.code == 2 and "--threads" in capsys.readouterr().err
