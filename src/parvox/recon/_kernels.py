@@ -44,6 +44,7 @@ __all__ = [
     "em_rows",
     "forward",
     "line_order",
+    "line_planes",
     "rows_back",
     "rows_forward",
     "scratch_size",
@@ -387,21 +388,26 @@ def forward(image, starts, ends, shape, lo, vox, method, bound, out):  # pragma:
 
 
 @numba.njit(nogil=True, cache=True)
-def back(values, starts, ends, shape, lo, vox, method, bound, image, first, stop):
+def back(values, starts, ends, shape, lo, vox, method, bound, image, first, stop, reach_first,
+         reach_stop):  # pragma: no cover - compiled
     """Add ``values[i]`` times line ``i``'s weights into the flat ``image`` (the adjoint), for
     the voxels ``first <= j < stop`` only.
 
     Voxels get their terms in the order of the lines and of :func:`trace_rows`' pairs, so
-    threads that own disjoint voxel ranges (each tracing every line) together write exactly
-    what one call over all voxels writes. Pipelined as :func:`forward` is (line ``i + 1`` is
-    traced, prefetching the voxels in range, before line ``i`` is added).
-    """  # pragma: no cover
+    threads that own disjoint voxel ranges together write exactly what one call over all
+    voxels writes. A line whose reach ``[reach_first[i], reach_stop[i])`` (flat indices, a
+    superset of the voxels it touches: :func:`line_planes`) misses ``[first, stop)`` is not
+    traced; over the whole image (``first == 0``, ``stop == image.size``) the reach arrays are
+    not read and may be empty. Pipelined as :func:`forward` is (line ``i + 1`` is traced,
+    prefetching the voxels in range, before line ``i`` is added).
+    """
     n_lines = starts.shape[0]
     idx = np.empty((2, bound), np.int64)
     w = np.empty((2, bound), np.float64)
     whole = first == 0 and stop == image.shape[0]
-    nxt = 0  # the next line with a nonzero value
-    while nxt < n_lines and values[nxt] == 0.0:
+    nxt = 0  # the next line with a nonzero value that reaches the range
+    while nxt < n_lines and (values[nxt] == 0.0 or not (
+            whole or (reach_stop[nxt] > first and reach_first[nxt] < stop))):
         nxt += 1
     if nxt == n_lines:
         return
@@ -411,7 +417,8 @@ def back(values, starts, ends, shape, lo, vox, method, bound, image, first, stop
         i = nxt
         n = n_next
         nxt += 1
-        while nxt < n_lines and values[nxt] == 0.0:
+        while nxt < n_lines and (values[nxt] == 0.0 or not (
+                whole or (reach_stop[nxt] > first and reach_first[nxt] < stop))):
             nxt += 1
         if nxt < n_lines:
             n_next = _trace(method, starts, ends, nxt, shape, lo, vox, idx[1 - b], w[1 - b],
@@ -428,6 +435,69 @@ def back(values, starts, ends, shape, lo, vox, method, bound, image, first, stop
                 if j >= first and j < stop:
                     image[j] += wb[k] * v
         b = 1 - b
+
+
+@numba.njit(nogil=True, cache=True)
+def line_planes(starts, ends, shape, lo, vox, method, first, stop, work):  # pragma: no cover
+    """Per line ``i``: planes ``first[i] <= p < stop[i]`` of axis 0 that hold every voxel the
+    line can touch, and ``work[i]``, an estimate of the cost of tracing it.
+
+    The range is conservative: the line is clipped to the grid's box grown by one voxel on
+    every side, the axis-0 extent of that piece is widened by one plane on each side (Joseph
+    interpolates between neighbouring planes; rounding moves nothing by a plane), then clipped
+    to ``[0, shape[0]]``. A line that misses the grown box gets an empty range and no work.
+    ``work`` is 1 plus the voxels crossed (Siddon) or the planes sampled (Joseph) in that piece.
+
+    Examples
+    --------
+    >>> s, e = np.array([[-9.0, 0.5, 0.5], [9.0, 9, 9]]), np.array([[9.0, 0.5, 0.5], [9.0, 9, 9]])
+    >>> first, stop, work = np.empty(2, np.int64), np.empty(2, np.int64), np.empty(2)
+    >>> line_planes(s, e, np.array([4, 2, 2]), np.zeros(3), np.ones(3), SIDDON, first, stop, work)
+    >>> first.tolist(), stop.tolist()
+    ([0, 0], [4, 0])
+    """
+    n0 = shape[0]
+    for i in range(starts.shape[0]):
+        tmin = 0.0
+        tmax = 1.0
+        hit = True
+        for a in range(3):
+            p = starts[i, a]
+            d = ends[i, a] - p
+            box_lo = lo[a] - vox[a]
+            box_hi = lo[a] + (shape[a] + 1) * vox[a]
+            if d == 0.0:
+                if p < box_lo or p > box_hi:
+                    hit = False
+            else:
+                t0 = (box_lo - p) / d
+                t1 = (box_hi - p) / d
+                if t0 > t1:
+                    t0, t1 = t1, t0
+                tmin = max(tmin, t0)
+                tmax = min(tmax, t1)
+        if not hit or tmin > tmax:
+            first[i] = 0
+            stop[i] = 0
+            work[i] = 0.0
+            continue
+        p = starts[i, 0]
+        d = ends[i, 0] - p
+        za = p + tmin * d
+        zb = p + tmax * d
+        ua = (min(za, zb) - lo[0]) / vox[0]
+        ub = (max(za, zb) - lo[0]) / vox[0]
+        ua = min(max(ua, -4.0), n0 + 4.0)  # finite ints below
+        ub = min(max(ub, -4.0), n0 + 4.0)
+        f = min(max(int(math.floor(ua)) - 1, 0), n0)  # noqa: RUF046 (numba typing)
+        s = min(max(int(math.floor(ub)) + 2, 0), n0)  # noqa: RUF046
+        first[i] = f
+        stop[i] = max(s, f)
+        steps = 0.0
+        for a in range(3):
+            u = abs(ends[i, a] - starts[i, a]) * (tmax - tmin) / vox[a]
+            steps = steps + u if method == SIDDON else max(steps, u)
+        work[i] = 1.0 + steps
 
 
 #: :func:`line_order`'s bins: axial slabs of this many voxels, and transaxial directions
@@ -542,17 +612,27 @@ def em_rows(f, indptr, indices, weights, c):  # pragma: no cover
 
 
 @numba.njit(nogil=True, cache=True)
-def em_ratios(f, indptr, indices, weights, first, stop, r):  # pragma: no cover
+def em_ratios(f, indptr, indices, weights, first, stop, r, row_lo, row_hi):  # pragma: no cover
     """The forward half of :func:`em_rows` for rows ``first .. stop - 1``: ``r[j] = 1 / (A_j f)``
     where ``A_j f > 0``, else 0. Returns the number of positive rows.
 
-    With :func:`em_back_range` it splits the EM step over threads: rows are independent here.
+    Also writes the smallest and largest voxel index of each row into ``row_lo[j]`` and
+    ``row_hi[j]`` (``0, -1`` for an empty row), so that :func:`em_back_range` skips the rows
+    that miss its range. With :func:`em_back_range` it splits the EM step over threads: rows
+    are independent here.
     """
     used = 0
     for j in range(first, stop):
         s = 0.0
+        low = np.iinfo(np.int64).max
+        high = -1
         for k in range(indptr[j], indptr[j + 1]):
-            s += weights[k] * f[indices[k]]
+            i = indices[k]
+            s += weights[k] * f[i]
+            low = min(low, i)
+            high = max(high, i)
+        row_lo[j] = low if high >= 0 else 0
+        row_hi[j] = high
         if s > 0.0:
             r[j] = 1.0 / s
             used += 1
@@ -562,16 +642,17 @@ def em_ratios(f, indptr, indices, weights, first, stop, r):  # pragma: no cover
 
 
 @numba.njit(nogil=True, cache=True)
-def em_back_range(r, indptr, indices, weights, c, lo, hi):  # pragma: no cover
+def em_back_range(r, indptr, indices, weights, c, lo, hi, row_lo, row_hi):  # pragma: no cover
     """The back half of :func:`em_rows`, for the voxels ``lo <= i < hi`` only: ``c[i] +=
-    weights * r[j]`` over the rows with ``r[j] != 0``, in row order.
+    weights * r[j]`` over the rows with ``r[j] != 0``, in row order; rows whose indices
+    (``row_lo[j] .. row_hi[j]``, from :func:`em_ratios`) all miss the range are not read.
 
     Every voxel gets its terms in the order :func:`em_rows` adds them, so threads that own
     disjoint voxel ranges together write exactly what one :func:`em_rows` call writes.
     """
     for j in range(indptr.shape[0] - 1):
         v = r[j]
-        if v == 0.0:
+        if v == 0.0 or row_hi[j] < lo or row_lo[j] >= hi:
             continue
         for k in range(indptr[j], indptr[j + 1]):
             i = indices[k]
