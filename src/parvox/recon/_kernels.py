@@ -107,12 +107,14 @@ def _entry(p, d, tmin, length, lo, vox, n):  # pragma: no cover - compiled
 
 
 @numba.njit(nogil=True, cache=True)
-def _siddon(starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi):  # pragma: no cover
+def _siddon(starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi, z_lo,  # pragma: no cover
+            z_hi):
     """Exact intersection lengths of line ``i`` with every voxel it crosses (Siddon/Jacobs).
 
     Positions along the line are distances in mm from its start. The voxels with
     ``pf_lo <= index < pf_hi`` are prefetched from ``image`` as they are found (see
-    :func:`forward`).
+    :func:`forward`). The trace stops where the line leaves the planes ``z_lo <= k < z_hi``
+    of axis 0 for good (its plane index is monotone): the pairs before are the same.
     """
     p0 = starts[i]
     p1 = ends[i]
@@ -163,6 +165,8 @@ def _siddon(starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi):  # pr
     left0 = n0 - 1 - k0 if s0 > 0 else k0
     left1 = n1 - 1 - k1 if s1 > 0 else k1
     left2 = n2 - 1 - k2 if s2 > 0 else k2
+    if (k0 >= z_hi and s0 >= 0) or (k0 < z_lo and s0 <= 0):
+        return 0
     n = 0
     cur = tmin
     while True:
@@ -190,6 +194,10 @@ def _siddon(starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi):  # pr
                 break
             left0 -= 1
             voxel += st0
+            k0 += s0
+            if k0 >= z_hi or k0 < z_lo:
+                if (k0 >= z_hi) == (s0 > 0):
+                    break
             f0 += s0
             x0 = b0 + f0 * i0
         elif m == 1:
@@ -215,12 +223,15 @@ def _pick(v, a):  # pragma: no cover - compiled
 
 
 @numba.njit(nogil=True, cache=True)
-def _joseph(starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi):  # pragma: no cover
+def _joseph(starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi, z_lo,  # pragma: no cover
+            z_hi):
     """Joseph's method: bilinear interpolation in every voxel-centre plane of the dominant axis.
 
     Outside the grid's box the image is 0: a plane point that lies outside the box in either
     interpolated axis contributes nothing, so a line that misses the grid gives 0. Prefetches
-    as :func:`_siddon` does.
+    as :func:`_siddon` does. Only the planes of the dominant axis whose pairs can lie in the
+    planes ``z_lo <= k < z_hi`` of axis 0 are visited (with half a voxel to spare): each plane's
+    pairs are computed on their own, so they are the same.
     """
     p0 = starts[i]
     p1 = ends[i]
@@ -266,6 +277,22 @@ def _joseph(starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi):  # pr
     duc = dt * dc / vc
     fnb = float(nb)
     fnc = float(nc)
+    if a == 0:
+        k0 = max(k0, z_lo)
+        k1 = min(k1, z_hi - 1)
+    elif dub != 0.0 and (z_lo > 0 or z_hi < nb):
+        # axis 0 is b: plane k writes rows floor(ub) and floor(ub) + 1 of it
+        ka = (z_lo - 1.5 - ub0) / dub
+        kb = (z_hi + 0.5 - ub0) / dub
+        if ka > kb:
+            ka, kb = kb, ka
+        ka = min(max(ka, k0 - 1.0), k1 + 1.0)  # finite ints below
+        kb = min(max(kb, k0 - 1.0), k1 + 1.0)
+        k0 = max(k0, int(math.floor(ka)) - 1)  # noqa: RUF046 (numba typing)
+        k1 = min(k1, int(math.ceil(kb)) + 1)  # noqa: RUF046
+    elif z_lo > 0 or z_hi < nb:
+        if ub0 < z_lo - 1.5 or ub0 > z_hi + 0.5:
+            return 0
     n = 0
     for k in range(k0, k1 + 1):
         ub = ub0 + k * dub
@@ -330,10 +357,11 @@ def _joseph(starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi):  # pr
 
 
 @numba.njit(nogil=True, cache=True)
-def _trace(method, starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi):  # pragma: no cover
+def _trace(method, starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi, z_lo,
+           z_hi):  # pragma: no cover
     if method == SIDDON:
-        return _siddon(starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi)
-    return _joseph(starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi)
+        return _siddon(starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi, z_lo, z_hi)
+    return _joseph(starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi, z_lo, z_hi)
 
 
 @numba.njit(nogil=True, cache=True, inline="always")
@@ -377,13 +405,14 @@ def forward(image, starts, ends, shape, lo, vox, method, bound, out):  # pragma:
     size = image.shape[0]
     if n_lines == 0:
         return
-    n_next = _trace(method, starts, ends, 0, shape, lo, vox, idx[0], w[0], image, 0, size)
+    n0 = shape[0]
+    n_next = _trace(method, starts, ends, 0, shape, lo, vox, idx[0], w[0], image, 0, size, 0, n0)
     for i in range(n_lines):
         b = i & 1
         n = n_next
         if i + 1 < n_lines:
             n_next = _trace(method, starts, ends, i + 1, shape, lo, vox, idx[1 - b], w[1 - b],
-                            image, 0, size)
+                            image, 0, size, 0, n0)
         out[i] = _dot(image, idx[b], w[b], n)
 
 
@@ -412,7 +441,11 @@ def back(values, starts, ends, shape, lo, vox, method, bound, image, first, stop
     if nxt == n_lines:
         return
     b = 0
-    n_next = _trace(method, starts, ends, nxt, shape, lo, vox, idx[0], w[0], image, first, stop)
+    plane = shape[1] * shape[2]
+    z_lo = first // plane  # the planes that hold [first, stop)
+    z_hi = -(-stop // plane)
+    n_next = _trace(method, starts, ends, nxt, shape, lo, vox, idx[0], w[0], image, first, stop,
+                    z_lo, z_hi)
     while nxt < n_lines:
         i = nxt
         n = n_next
@@ -422,7 +455,7 @@ def back(values, starts, ends, shape, lo, vox, method, bound, image, first, stop
             nxt += 1
         if nxt < n_lines:
             n_next = _trace(method, starts, ends, nxt, shape, lo, vox, idx[1 - b], w[1 - b],
-                            image, first, stop)
+                            image, first, stop, z_lo, z_hi)
         v = values[i]
         ib = idx[b]
         wb = w[b]
@@ -457,6 +490,9 @@ def line_planes(starts, ends, shape, lo, vox, method, first, stop, work):  # pra
     ([0, 0], [4, 0])
     """
     n0 = shape[0]
+    box_lo = lo - vox
+    box_hi = lo + (shape + 1) * vox
+    inv_vox = 1.0 / vox
     for i in range(starts.shape[0]):
         tmin = 0.0
         tmax = 1.0
@@ -464,14 +500,13 @@ def line_planes(starts, ends, shape, lo, vox, method, first, stop, work):  # pra
         for a in range(3):
             p = starts[i, a]
             d = ends[i, a] - p
-            box_lo = lo[a] - vox[a]
-            box_hi = lo[a] + (shape[a] + 1) * vox[a]
             if d == 0.0:
-                if p < box_lo or p > box_hi:
+                if p < box_lo[a] or p > box_hi[a]:
                     hit = False
             else:
-                t0 = (box_lo - p) / d
-                t1 = (box_hi - p) / d
+                inv = 1.0 / d
+                t0 = (box_lo[a] - p) * inv
+                t1 = (box_hi[a] - p) * inv
                 if t0 > t1:
                     t0, t1 = t1, t0
                 tmin = max(tmin, t0)
@@ -485,8 +520,8 @@ def line_planes(starts, ends, shape, lo, vox, method, first, stop, work):  # pra
         d = ends[i, 0] - p
         za = p + tmin * d
         zb = p + tmax * d
-        ua = (min(za, zb) - lo[0]) / vox[0]
-        ub = (max(za, zb) - lo[0]) / vox[0]
+        ua = (min(za, zb) - lo[0]) * inv_vox[0]
+        ub = (max(za, zb) - lo[0]) * inv_vox[0]
         ua = min(max(ua, -4.0), n0 + 4.0)  # finite ints below
         ub = min(max(ub, -4.0), n0 + 4.0)
         f = min(max(int(math.floor(ua)) - 1, 0), n0)  # noqa: RUF046 (numba typing)
@@ -495,9 +530,9 @@ def line_planes(starts, ends, shape, lo, vox, method, first, stop, work):  # pra
         stop[i] = max(s, f)
         steps = 0.0
         for a in range(3):
-            u = abs(ends[i, a] - starts[i, a]) * (tmax - tmin) / vox[a]
+            u = abs(ends[i, a] - starts[i, a]) * inv_vox[a]
             steps = steps + u if method == SIDDON else max(steps, u)
-        work[i] = 1.0 + steps
+        work[i] = 1.0 + steps * (tmax - tmin)
 
 
 #: :func:`line_order`'s bins: axial slabs of this many voxels, and transaxial directions
@@ -562,7 +597,7 @@ def trace_rows(starts, ends, first, shape, lo, vox, method, bound, indptr, indic
     cap = indices.shape[0]
     rows = 0
     for i in range(first, starts.shape[0]):
-        n = _trace(method, starts, ends, i, shape, lo, vox, idx, w, weights, 0, 0)
+        n = _trace(method, starts, ends, i, shape, lo, vox, idx, w, weights, 0, 0, 0, shape[0])
         pos = indptr[rows]
         if pos + n > cap:
             break
