@@ -253,6 +253,8 @@ def test_em_update_with_threads_is_one_threads_bit_for_bit(threads, dtype):
                                                                   np.zeros(SHAPE, dtype))
         with pytest.raises(TypeError, match="dtypes"):
             em_update(f.astype(np.float16), blocks, one, team=team)
+        assert em_update(f, [], one, team=team) == 0  # no rows
+        assert em_update(f, blocks[2], one, team=team) == 0
 
 
 def test_bad_input_names_the_argument():

@@ -585,6 +585,8 @@ def em_update(image: np.ndarray, rows: Rows | Sequence[Rows], out: np.ndarray, *
         return used
 
     used = sum(team.run(forward))
+    if not any(b.n_rows for b in blocks):
+        return used
     # the voxels in runs of whole bins, cut so that the threads read about as many entries
     size = flat_out.shape[0]
     width = -(-size // min(size, 64 * threads))
