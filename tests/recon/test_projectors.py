@@ -328,6 +328,11 @@ def _edge_lines() -> tuple[np.ndarray, np.ndarray]:
     for sign in (-1, 1):  # corner to corner, and almost along axis 0
         starts += [lower - 0.5, np.array([lower[0] - 1, centre[1], centre[2]])]
         ends += [upper + 0.5, np.array([upper[0] + 1, centre[1] + sign * 0.3, centre[2] - 0.2])]
+    for shift in ((0, 0, 0), (0, 1, 0), (0, 0, 2), (1, 0, 1)):  # through voxel corners: ties
+        a = lower + np.asarray(VOX) * (np.asarray(shift) - 2)
+        b = a + np.asarray(VOX) * 12
+        starts += [a, b]
+        ends += [b, a]
     s, e = _random_lines(60)
     return np.concatenate([np.array(starts), s]), np.concatenate([np.array(ends), e])
 

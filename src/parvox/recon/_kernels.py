@@ -106,6 +106,22 @@ def _entry(p, d, tmin, length, lo, vox, n):  # pragma: no cover - compiled
     return k, (1 if d > 0.0 else -1), (lo - p) * scale, vox * scale
 
 
+@numba.njit(nogil=True, cache=True, inline="always")
+def _events_before(base, f, step, inc, x, left):  # pragma: no cover - compiled
+    """How many of the plane crossings ``base + (f + j * step) * inc`` (``j = 0, 1, ...``, in
+    :func:`_siddon`'s order: non-decreasing) are below ``x``; at most ``left + 1``."""
+    if step == 0:
+        return 0
+    est = ((x - base) / inc - f) * step
+    est = min(max(est, 0.0), left + 1.0)
+    j = int(est)
+    while j > 0 and base + (f + (j - 1) * step) * inc >= x:
+        j -= 1
+    while j <= left and base + (f + j * step) * inc < x:
+        j += 1
+    return j
+
+
 @numba.njit(nogil=True, cache=True)
 def _siddon(starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi, z_lo,  # pragma: no cover
             z_hi):
@@ -167,8 +183,35 @@ def _siddon(starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi, z_lo, 
     left2 = n2 - 1 - k2 if s2 > 0 else k2
     if (k0 >= z_hi and s0 >= 0) or (k0 < z_lo and s0 <= 0):
         return 0
-    n = 0
     cur = tmin
+    if (s0 > 0 and k0 < z_lo) or (s0 < 0 and k0 >= z_hi):
+        # start where the line enters the planes [z_lo, z_hi): the state the loop below has
+        # after that crossing (every value the loop computes, computed the same way), so the
+        # pairs from there on are the same; the pairs before lie in other planes
+        fx = float(z_lo) if s0 > 0 else float(z_hi)
+        c0 = z_lo - k0 if s0 > 0 else k0 - z_hi + 1  # axis-0 steps up to it, it included
+        cross = b0 + fx * i0
+        if c0 > left0 or cross >= tmax:
+            return 0
+        c1 = _events_before(b1, f1, s1, i1, cross, left1)
+        c2 = _events_before(b2, f2, s2, i2, cross, left2)
+        if c1 > left1 or c2 > left2:
+            return 0  # the line leaves the grid before
+        left0 -= c0
+        left1 -= c1
+        left2 -= c2
+        k0 += c0 * s0
+        voxel += c0 * st0 + c1 * st1 + c2 * s2
+        f0 = fx + s0
+        x0 = b0 + f0 * i0
+        if c1:
+            f1 += c1 * s1
+            x1 = b1 + f1 * i1
+        if c2:
+            f2 += c2 * s2
+            x2 = b2 + f2 * i2
+        cur = cross
+    n = 0
     while True:
         if x0 <= x1 and x0 <= x2:
             m = 0
