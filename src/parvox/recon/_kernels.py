@@ -174,11 +174,11 @@ def _siddon(starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi, z_lo, 
     st1 = s1 * n2
     voxel = (k0 * n1 + k1) * n2 + k2
     # planes as floats (k + e, exact), so that a step is an add, not a conversion; and the
-    # steps left before the line leaves the grid along each axis
+    # steps left before the line leaves the grid (axis 0: the planes [z_lo, z_hi)) per axis
     f0 = float(k0 + e0)
     f1 = float(k1 + e1)
     f2 = float(k2 + e2)
-    left0 = n0 - 1 - k0 if s0 > 0 else k0
+    left0 = z_hi - 1 - k0 if s0 > 0 else k0 - z_lo  # axis 0: to the run's last plane
     left1 = n1 - 1 - k1 if s1 > 0 else k1
     left2 = n2 - 1 - k2 if s2 > 0 else k2
     if (k0 >= z_hi and s0 >= 0) or (k0 < z_lo and s0 <= 0):
@@ -191,7 +191,7 @@ def _siddon(starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi, z_lo, 
         fx = float(z_lo) if s0 > 0 else float(z_hi)
         c0 = z_lo - k0 if s0 > 0 else k0 - z_hi + 1  # axis-0 steps up to it, it included
         cross = b0 + fx * i0
-        if c0 > left0 or cross >= tmax:
+        if cross >= tmax:
             return 0
         c1 = _events_before(b1, f1, s1, i1, cross, left1)
         c2 = _events_before(b2, f2, s2, i2, cross, left2)
@@ -200,7 +200,6 @@ def _siddon(starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi, z_lo, 
         left0 -= c0
         left1 -= c1
         left2 -= c2
-        k0 += c0 * s0
         voxel += c0 * st0 + c1 * st1 + c2 * s2
         f0 = fx + s0
         x0 = b0 + f0 * i0
@@ -237,10 +236,6 @@ def _siddon(starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi, z_lo, 
                 break
             left0 -= 1
             voxel += st0
-            k0 += s0
-            if k0 >= z_hi or k0 < z_lo:
-                if (k0 >= z_hi) == (s0 > 0):
-                    break
             f0 += s0
             x0 = b0 + f0 * i0
         elif m == 1:
