@@ -253,6 +253,8 @@ def test_em_update_with_threads_is_one_threads_bit_for_bit(threads, dtype):
                                                                   np.zeros(SHAPE, dtype))
         with pytest.raises(TypeError, match="dtypes"):
             em_update(f.astype(np.float16), blocks, one, team=team)
+        assert em_update(f, [], one, team=team) == 0  # no rows
+        assert em_update(f, blocks[2], one, team=team) == 0
 
 
 def test_bad_input_names_the_argument():
@@ -304,3 +306,94 @@ def test_threads_give_the_one_thread_result_bit_for_bit(method):
                         threads=4), one[:1])
     with pytest.raises(ParameterError):
         forward_project(x, s, e, voxel_size=VOX, origin=ORIGIN, method=method, threads=0)
+
+
+def _edge_lines() -> tuple[np.ndarray, np.ndarray]:
+    """Lines that test the threads' plane ranges: axis-aligned through voxel centres and along
+    the box's faces and plane boundaries, lines just outside the box, and very oblique lines
+    that cross every plane of axis 0 (corner to corner, and nearly along axis 0)."""
+    lower, upper = np.asarray(GRID.lower), np.asarray(GRID.upper)
+    centre = (lower + upper) / 2
+    far = 3 * (upper - lower)
+    starts, ends = [], []
+    for axis in range(3):
+        for offset in (lower, upper, centre, lower - 0.01, upper + 0.01,
+                       lower + np.asarray(VOX)):  # faces, outside, a plane boundary
+            for other in (lower, upper, centre, np.asarray(ORIGIN)):
+                p = np.where(np.arange(3) == axis, 0.0, np.where(np.arange(3) == (axis + 1) % 3,
+                                                                  offset, other))
+                step = np.where(np.arange(3) == axis, far, 0.0)
+                starts.append(p - step)
+                ends.append(p + step)
+    for sign in (-1, 1):  # corner to corner, and almost along axis 0
+        starts += [lower - 0.5, np.array([lower[0] - 1, centre[1], centre[2]])]
+        ends += [upper + 0.5, np.array([upper[0] + 1, centre[1] + sign * 0.3, centre[2] - 0.2])]
+    for shift in ((0, 0, 0), (0, 1, 0), (0, 0, 2), (1, 0, 1)):  # through voxel corners: ties
+        a = lower + np.asarray(VOX) * (np.asarray(shift) - 2)
+        b = a + np.asarray(VOX) * 12
+        starts += [a, b]
+        ends += [b, a]
+    s, e = _random_lines(60)
+    return np.concatenate([np.array(starts), s]), np.concatenate([np.array(ends), e])
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_line_planes_cover_every_voxel_a_line_touches(method):
+    s, e = _edge_lines()
+    shape, lo, vox = GRID.kernel_geometry()
+    first, stop = np.empty(len(s), np.int64), np.empty(len(s), np.int64)
+    work = np.empty(len(s))
+    K.line_planes(s, e, shape, lo, vox, K.JOSEPH if method == "joseph" else K.SIDDON,
+                  first, stop, work)
+    rows = trace_rows(s, e, GRID, method=method)
+    plane = SHAPE[1] * SHAPE[2]
+    touched = 0
+    for j in range(len(s)):
+        planes = rows.indices[rows.indptr[j]:rows.indptr[j + 1]] // plane
+        if planes.size:
+            touched += 1
+            assert first[j] <= planes.min() and planes.max() < stop[j], j
+            assert work[j] >= 1
+    assert touched > 60  # most lines touch the grid; some miss it
+    assert 0 <= first.min() and stop.max() <= SHAPE[0] and (stop >= first).all()
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_threads_trace_their_planes_only_and_give_the_one_thread_image(method):
+    s, e = _edge_lines()
+    y = RNG.random(len(s)) + 0.5
+    kw = {"voxel_size": VOX, "origin": ORIGIN, "method": method}
+    one = back_project(y, s, e, SHAPE, **kw)
+    assert one.any()
+    for threads in (2, 3, 7):  # 7 > the 5 planes
+        np.testing.assert_array_equal(back_project(y, s, e, SHAPE, threads=threads, **kw), one)
+    # lines in the first plane only: the cuts leave threads without planes
+    flat = s.copy(), e.copy()
+    for p in flat:
+        p[:, 0] = ORIGIN[0]
+    np.testing.assert_array_equal(back_project(y, *flat, SHAPE, threads=3, **kw),
+                                  back_project(y, *flat, SHAPE, **kw))
+
+
+def test_balanced_cuts_minimise_the_largest_run():
+    from itertools import combinations, pairwise
+
+    from parvox.recon.projectors import balanced_cuts
+
+    rng = np.random.default_rng(8)
+    for _ in range(20):
+        n_bins, parts = int(rng.integers(1, 9)), int(rng.integers(1, 4))
+        first = rng.integers(0, n_bins, 12)
+        stop = np.minimum(first + rng.integers(0, 4, 12), n_bins)
+        work = rng.random(12)
+
+        def cost(a, b, first=first, stop=stop, work=work):
+            return work[(first < b) & (stop > a) & (stop > first)].sum()
+
+        cuts = balanced_cuts(first, stop, work, n_bins, parts)
+        assert cuts[0] == 0 and cuts[-1] == n_bins and len(cuts) == parts + 1
+        assert all(a <= b for a, b in pairwise(cuts))
+        got = max(cost(a, b) for a, b in pairwise(cuts))
+        best = min(max(cost(a, b) for a, b in pairwise((0, *c, n_bins)))
+                   for c in combinations(range(1, n_bins), min(parts - 1, n_bins - 1)))
+        assert got <= best * (1 + 2e-3) + 1e-12

@@ -44,6 +44,7 @@ __all__ = [
     "em_rows",
     "forward",
     "line_order",
+    "line_planes",
     "rows_back",
     "rows_forward",
     "scratch_size",
@@ -105,13 +106,31 @@ def _entry(p, d, tmin, length, lo, vox, n):  # pragma: no cover - compiled
     return k, (1 if d > 0.0 else -1), (lo - p) * scale, vox * scale
 
 
+@numba.njit(nogil=True, cache=True, inline="always")
+def _events_before(base, f, step, inc, x, left):  # pragma: no cover - compiled
+    """How many of the plane crossings ``base + (f + j * step) * inc`` (``j = 0, 1, ...``, in
+    :func:`_siddon`'s order: non-decreasing) are below ``x``; at most ``left + 1``."""
+    if step == 0:
+        return 0
+    est = ((x - base) / inc - f) * step
+    est = min(max(est, 0.0), left + 1.0)
+    j = int(est)
+    while j > 0 and base + (f + (j - 1) * step) * inc >= x:
+        j -= 1
+    while j <= left and base + (f + j * step) * inc < x:
+        j += 1
+    return j
+
+
 @numba.njit(nogil=True, cache=True)
-def _siddon(starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi):  # pragma: no cover
+def _siddon(starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi, z_lo,  # pragma: no cover
+            z_hi):
     """Exact intersection lengths of line ``i`` with every voxel it crosses (Siddon/Jacobs).
 
     Positions along the line are distances in mm from its start. The voxels with
     ``pf_lo <= index < pf_hi`` are prefetched from ``image`` as they are found (see
-    :func:`forward`).
+    :func:`forward`). The trace stops where the line leaves the planes ``z_lo <= k < z_hi``
+    of axis 0 for good (its plane index is monotone): the pairs before are the same.
     """
     p0 = starts[i]
     p1 = ends[i]
@@ -155,15 +174,43 @@ def _siddon(starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi):  # pr
     st1 = s1 * n2
     voxel = (k0 * n1 + k1) * n2 + k2
     # planes as floats (k + e, exact), so that a step is an add, not a conversion; and the
-    # steps left before the line leaves the grid along each axis
+    # steps left before the line leaves the grid (axis 0: the planes [z_lo, z_hi)) per axis
     f0 = float(k0 + e0)
     f1 = float(k1 + e1)
     f2 = float(k2 + e2)
-    left0 = n0 - 1 - k0 if s0 > 0 else k0
+    left0 = z_hi - 1 - k0 if s0 > 0 else k0 - z_lo  # axis 0: to the run's last plane
     left1 = n1 - 1 - k1 if s1 > 0 else k1
     left2 = n2 - 1 - k2 if s2 > 0 else k2
-    n = 0
+    if (k0 >= z_hi and s0 >= 0) or (k0 < z_lo and s0 <= 0):
+        return 0
     cur = tmin
+    if (s0 > 0 and k0 < z_lo) or (s0 < 0 and k0 >= z_hi):
+        # start where the line enters the planes [z_lo, z_hi): the state the loop below has
+        # after that crossing (every value the loop computes, computed the same way), so the
+        # pairs from there on are the same; the pairs before lie in other planes
+        fx = float(z_lo) if s0 > 0 else float(z_hi)
+        c0 = z_lo - k0 if s0 > 0 else k0 - z_hi + 1  # axis-0 steps up to it, it included
+        cross = b0 + fx * i0
+        if cross >= tmax:
+            return 0
+        c1 = _events_before(b1, f1, s1, i1, cross, left1)
+        c2 = _events_before(b2, f2, s2, i2, cross, left2)
+        if c1 > left1 or c2 > left2:
+            return 0  # the line leaves the grid before
+        left0 -= c0
+        left1 -= c1
+        left2 -= c2
+        voxel += c0 * st0 + c1 * st1 + c2 * s2
+        f0 = fx + s0
+        x0 = b0 + f0 * i0
+        if c1:
+            f1 += c1 * s1
+            x1 = b1 + f1 * i1
+        if c2:
+            f2 += c2 * s2
+            x2 = b2 + f2 * i2
+        cur = cross
+    n = 0
     while True:
         if x0 <= x1 and x0 <= x2:
             m = 0
@@ -214,12 +261,15 @@ def _pick(v, a):  # pragma: no cover - compiled
 
 
 @numba.njit(nogil=True, cache=True)
-def _joseph(starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi):  # pragma: no cover
+def _joseph(starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi, z_lo,  # pragma: no cover
+            z_hi):
     """Joseph's method: bilinear interpolation in every voxel-centre plane of the dominant axis.
 
     Outside the grid's box the image is 0: a plane point that lies outside the box in either
     interpolated axis contributes nothing, so a line that misses the grid gives 0. Prefetches
-    as :func:`_siddon` does.
+    as :func:`_siddon` does. Only the planes of the dominant axis whose pairs can lie in the
+    planes ``z_lo <= k < z_hi`` of axis 0 are visited (with half a voxel to spare): each plane's
+    pairs are computed on their own, so they are the same.
     """
     p0 = starts[i]
     p1 = ends[i]
@@ -265,6 +315,22 @@ def _joseph(starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi):  # pr
     duc = dt * dc / vc
     fnb = float(nb)
     fnc = float(nc)
+    if a == 0:
+        k0 = max(k0, z_lo)
+        k1 = min(k1, z_hi - 1)
+    elif dub != 0.0 and (z_lo > 0 or z_hi < nb):
+        # axis 0 is b: plane k writes rows floor(ub) and floor(ub) + 1 of it
+        ka = (z_lo - 1.5 - ub0) / dub
+        kb = (z_hi + 0.5 - ub0) / dub
+        if ka > kb:
+            ka, kb = kb, ka
+        ka = min(max(ka, k0 - 1.0), k1 + 1.0)  # finite ints below
+        kb = min(max(kb, k0 - 1.0), k1 + 1.0)
+        k0 = max(k0, int(math.floor(ka)) - 1)  # noqa: RUF046 (numba typing)
+        k1 = min(k1, int(math.ceil(kb)) + 1)  # noqa: RUF046
+    elif z_lo > 0 or z_hi < nb:
+        if ub0 < z_lo - 1.5 or ub0 > z_hi + 0.5:
+            return 0
     n = 0
     for k in range(k0, k1 + 1):
         ub = ub0 + k * dub
@@ -329,10 +395,11 @@ def _joseph(starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi):  # pr
 
 
 @numba.njit(nogil=True, cache=True)
-def _trace(method, starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi):  # pragma: no cover
+def _trace(method, starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi, z_lo,
+           z_hi):  # pragma: no cover
     if method == SIDDON:
-        return _siddon(starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi)
-    return _joseph(starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi)
+        return _siddon(starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi, z_lo, z_hi)
+    return _joseph(starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi, z_lo, z_hi)
 
 
 @numba.njit(nogil=True, cache=True, inline="always")
@@ -376,46 +443,57 @@ def forward(image, starts, ends, shape, lo, vox, method, bound, out):  # pragma:
     size = image.shape[0]
     if n_lines == 0:
         return
-    n_next = _trace(method, starts, ends, 0, shape, lo, vox, idx[0], w[0], image, 0, size)
+    n0 = shape[0]
+    n_next = _trace(method, starts, ends, 0, shape, lo, vox, idx[0], w[0], image, 0, size, 0, n0)
     for i in range(n_lines):
         b = i & 1
         n = n_next
         if i + 1 < n_lines:
             n_next = _trace(method, starts, ends, i + 1, shape, lo, vox, idx[1 - b], w[1 - b],
-                            image, 0, size)
+                            image, 0, size, 0, n0)
         out[i] = _dot(image, idx[b], w[b], n)
 
 
 @numba.njit(nogil=True, cache=True)
-def back(values, starts, ends, shape, lo, vox, method, bound, image, first, stop):
+def back(values, starts, ends, shape, lo, vox, method, bound, image, first, stop, reach_first,
+         reach_stop):  # pragma: no cover - compiled
     """Add ``values[i]`` times line ``i``'s weights into the flat ``image`` (the adjoint), for
     the voxels ``first <= j < stop`` only.
 
     Voxels get their terms in the order of the lines and of :func:`trace_rows`' pairs, so
-    threads that own disjoint voxel ranges (each tracing every line) together write exactly
-    what one call over all voxels writes. Pipelined as :func:`forward` is (line ``i + 1`` is
-    traced, prefetching the voxels in range, before line ``i`` is added).
-    """  # pragma: no cover
+    threads that own disjoint voxel ranges together write exactly what one call over all
+    voxels writes. A line whose reach ``[reach_first[i], reach_stop[i])`` (flat indices, a
+    superset of the voxels it touches: :func:`line_planes`) misses ``[first, stop)`` is not
+    traced; over the whole image (``first == 0``, ``stop == image.size``) the reach arrays are
+    not read and may be empty. Pipelined as :func:`forward` is (line ``i + 1`` is traced,
+    prefetching the voxels in range, before line ``i`` is added).
+    """
     n_lines = starts.shape[0]
     idx = np.empty((2, bound), np.int64)
     w = np.empty((2, bound), np.float64)
     whole = first == 0 and stop == image.shape[0]
-    nxt = 0  # the next line with a nonzero value
-    while nxt < n_lines and values[nxt] == 0.0:
+    nxt = 0  # the next line with a nonzero value that reaches the range
+    while nxt < n_lines and (values[nxt] == 0.0 or not (
+            whole or (reach_stop[nxt] > first and reach_first[nxt] < stop))):
         nxt += 1
     if nxt == n_lines:
         return
     b = 0
-    n_next = _trace(method, starts, ends, nxt, shape, lo, vox, idx[0], w[0], image, first, stop)
+    plane = shape[1] * shape[2]
+    z_lo = first // plane  # the planes that hold [first, stop)
+    z_hi = -(-stop // plane)
+    n_next = _trace(method, starts, ends, nxt, shape, lo, vox, idx[0], w[0], image, first, stop,
+                    z_lo, z_hi)
     while nxt < n_lines:
         i = nxt
         n = n_next
         nxt += 1
-        while nxt < n_lines and values[nxt] == 0.0:
+        while nxt < n_lines and (values[nxt] == 0.0 or not (
+                whole or (reach_stop[nxt] > first and reach_first[nxt] < stop))):
             nxt += 1
         if nxt < n_lines:
             n_next = _trace(method, starts, ends, nxt, shape, lo, vox, idx[1 - b], w[1 - b],
-                            image, first, stop)
+                            image, first, stop, z_lo, z_hi)
         v = values[i]
         ib = idx[b]
         wb = w[b]
@@ -428,6 +506,71 @@ def back(values, starts, ends, shape, lo, vox, method, bound, image, first, stop
                 if j >= first and j < stop:
                     image[j] += wb[k] * v
         b = 1 - b
+
+
+@numba.njit(nogil=True, cache=True)
+def line_planes(starts, ends, shape, lo, vox, method, first, stop, work):  # pragma: no cover
+    """Per line ``i``: planes ``first[i] <= p < stop[i]`` of axis 0 that hold every voxel the
+    line can touch, and ``work[i]``, an estimate of the cost of tracing it.
+
+    The range is conservative: the line is clipped to the grid's box grown by one voxel on
+    every side, the axis-0 extent of that piece is widened by one plane on each side (Joseph
+    interpolates between neighbouring planes; rounding moves nothing by a plane), then clipped
+    to ``[0, shape[0]]``. A line that misses the grown box gets an empty range and no work.
+    ``work`` is 1 plus the voxels crossed (Siddon) or the planes sampled (Joseph) in that piece.
+
+    Examples
+    --------
+    >>> s, e = np.array([[-9.0, 0.5, 0.5], [9.0, 9, 9]]), np.array([[9.0, 0.5, 0.5], [9.0, 9, 9]])
+    >>> first, stop, work = np.empty(2, np.int64), np.empty(2, np.int64), np.empty(2)
+    >>> line_planes(s, e, np.array([4, 2, 2]), np.zeros(3), np.ones(3), SIDDON, first, stop, work)
+    >>> first.tolist(), stop.tolist()
+    ([0, 0], [4, 0])
+    """
+    n0 = shape[0]
+    box_lo = lo - vox
+    box_hi = lo + (shape + 1) * vox
+    inv_vox = 1.0 / vox
+    for i in range(starts.shape[0]):
+        tmin = 0.0
+        tmax = 1.0
+        hit = True
+        for a in range(3):
+            p = starts[i, a]
+            d = ends[i, a] - p
+            if d == 0.0:
+                if p < box_lo[a] or p > box_hi[a]:
+                    hit = False
+            else:
+                inv = 1.0 / d
+                t0 = (box_lo[a] - p) * inv
+                t1 = (box_hi[a] - p) * inv
+                if t0 > t1:
+                    t0, t1 = t1, t0
+                tmin = max(tmin, t0)
+                tmax = min(tmax, t1)
+        if not hit or tmin > tmax:
+            first[i] = 0
+            stop[i] = 0
+            work[i] = 0.0
+            continue
+        p = starts[i, 0]
+        d = ends[i, 0] - p
+        za = p + tmin * d
+        zb = p + tmax * d
+        ua = (min(za, zb) - lo[0]) * inv_vox[0]
+        ub = (max(za, zb) - lo[0]) * inv_vox[0]
+        ua = min(max(ua, -4.0), n0 + 4.0)  # finite ints below
+        ub = min(max(ub, -4.0), n0 + 4.0)
+        f = min(max(int(math.floor(ua)) - 1, 0), n0)  # noqa: RUF046 (numba typing)
+        s = min(max(int(math.floor(ub)) + 2, 0), n0)  # noqa: RUF046
+        first[i] = f
+        stop[i] = max(s, f)
+        steps = 0.0
+        for a in range(3):
+            u = abs(ends[i, a] - starts[i, a]) * inv_vox[a]
+            steps = steps + u if method == SIDDON else max(steps, u)
+        work[i] = 1.0 + steps * (tmax - tmin)
 
 
 #: :func:`line_order`'s bins: axial slabs of this many voxels, and transaxial directions
@@ -492,7 +635,7 @@ def trace_rows(starts, ends, first, shape, lo, vox, method, bound, indptr, indic
     cap = indices.shape[0]
     rows = 0
     for i in range(first, starts.shape[0]):
-        n = _trace(method, starts, ends, i, shape, lo, vox, idx, w, weights, 0, 0)
+        n = _trace(method, starts, ends, i, shape, lo, vox, idx, w, weights, 0, 0, 0, shape[0])
         pos = indptr[rows]
         if pos + n > cap:
             break
@@ -542,17 +685,27 @@ def em_rows(f, indptr, indices, weights, c):  # pragma: no cover
 
 
 @numba.njit(nogil=True, cache=True)
-def em_ratios(f, indptr, indices, weights, first, stop, r):  # pragma: no cover
+def em_ratios(f, indptr, indices, weights, first, stop, r, row_lo, row_hi):  # pragma: no cover
     """The forward half of :func:`em_rows` for rows ``first .. stop - 1``: ``r[j] = 1 / (A_j f)``
     where ``A_j f > 0``, else 0. Returns the number of positive rows.
 
-    With :func:`em_back_range` it splits the EM step over threads: rows are independent here.
+    Also writes the smallest and largest voxel index of each row into ``row_lo[j]`` and
+    ``row_hi[j]`` (``0, -1`` for an empty row), so that :func:`em_back_range` skips the rows
+    that miss its range. With :func:`em_back_range` it splits the EM step over threads: rows
+    are independent here.
     """
     used = 0
     for j in range(first, stop):
         s = 0.0
+        low = np.iinfo(np.int64).max
+        high = -1
         for k in range(indptr[j], indptr[j + 1]):
-            s += weights[k] * f[indices[k]]
+            i = indices[k]
+            s += weights[k] * f[i]
+            low = min(low, i)
+            high = max(high, i)
+        row_lo[j] = low if high >= 0 else 0
+        row_hi[j] = high
         if s > 0.0:
             r[j] = 1.0 / s
             used += 1
@@ -562,16 +715,17 @@ def em_ratios(f, indptr, indices, weights, first, stop, r):  # pragma: no cover
 
 
 @numba.njit(nogil=True, cache=True)
-def em_back_range(r, indptr, indices, weights, c, lo, hi):  # pragma: no cover
+def em_back_range(r, indptr, indices, weights, c, lo, hi, row_lo, row_hi):  # pragma: no cover
     """The back half of :func:`em_rows`, for the voxels ``lo <= i < hi`` only: ``c[i] +=
-    weights * r[j]`` over the rows with ``r[j] != 0``, in row order.
+    weights * r[j]`` over the rows with ``r[j] != 0``, in row order; rows whose indices
+    (``row_lo[j] .. row_hi[j]``, from :func:`em_ratios`) all miss the range are not read.
 
     Every voxel gets its terms in the order :func:`em_rows` adds them, so threads that own
     disjoint voxel ranges together write exactly what one :func:`em_rows` call writes.
     """
     for j in range(indptr.shape[0] - 1):
         v = r[j]
-        if v == 0.0:
+        if v == 0.0 or row_hi[j] < lo or row_lo[j] >= hi:
             continue
         for k in range(indptr[j], indptr[j + 1]):
             i = indices[k]

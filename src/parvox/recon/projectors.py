@@ -45,7 +45,7 @@ from parvox.recon import _kernels as K
 from parvox.recon.geometry import ImageGrid
 from parvox.threads import ThreadTeam, resolve_threads
 
-__all__ = ["METHODS", "Rows", "back_project", "em_update", "forward_project", "parse_method",
+__all__ = ["METHODS", "Rows", "back_project", "balanced_cuts", "em_update", "forward_project", "parse_method",
            "RowArena", "trace_row_blocks", "trace_rows"]
 
 #: Projector names and their kernel codes.
@@ -192,10 +192,12 @@ def back_project(
     dtype : float32 or float64
         dtype of the new image when ``out`` is not given.
     threads : int, optional
-        Threads (as in :func:`forward_project`). Each owns a range of voxels and traces every
-        line, adding only into its range: every voxel gets its terms in the same order, so the
-        image is the one-thread image bit for bit (the tracing, about half of the work, is
-        repeated per thread).
+        Threads (as in :func:`forward_project`). Each owns a run of whole planes of axis 0 and
+        traces only the lines that can reach them (:func:`parvox.recon._kernels.line_planes`),
+        adding only into its run: every voxel gets its terms in the same order, so the image is
+        the one-thread image bit for bit. The runs are cut so that the threads trace about the
+        same work (:func:`balanced_cuts`); a line that crosses a cut is traced by each thread
+        it reaches.
 
     Examples
     --------
@@ -217,17 +219,100 @@ def back_project(
     v = v[order]
     flat = out.reshape(-1)
     bound = K.scratch_size(grid.shape, code)
-    n_threads = min(resolve_threads(threads), flat.shape[0])
+    n_threads = min(resolve_threads(threads), max(grid.shape[0], 1))
     if n_threads == 1:
-        K.back(v, s, e, kshape, lo, vox, code, bound, flat, 0, flat.shape[0])
-    else:
-        def part(p: int) -> None:
-            first, stop = split_extent(flat.shape[0], n_threads, p)
-            K.back(v, s, e, kshape, lo, vox, code, bound, flat, first, stop)
+        K.back(v, s, e, kshape, lo, vox, code, bound, flat, 0, flat.shape[0], _NO_REACH,
+               _NO_REACH)
+        return out
+    # each thread owns whole planes of axis 0 and traces only the lines that reach them
+    n_lines = s.shape[0]
+    reach_first = np.empty(n_lines, np.int64)
+    reach_stop = np.empty(n_lines, np.int64)
+    work = np.empty(n_lines, np.float64)
+    plane = flat.shape[0] // grid.shape[0]
+    cuts: list[int] = []
 
-        with ThreadTeam(n_threads) as team:
-            team.run(part)
+    def reach(p: int) -> None:
+        a, b = split_extent(n_lines, n_threads, p)
+        K.line_planes(s[a:b], e[a:b], kshape, lo, vox, code, reach_first[a:b], reach_stop[a:b],
+                      work[a:b])
+
+    def part(p: int) -> None:
+        first, stop = cuts[p] * plane, cuts[p + 1] * plane
+        if first < stop:
+            K.back(v, s, e, kshape, lo, vox, code, bound, flat, first, stop, reach_first,
+                   reach_stop)
+
+    with ThreadTeam(n_threads) as team:
+        team.run(reach)
+        work[v == 0.0] = 0.0  # the kernel skips them
+        cuts = balanced_cuts(reach_first, reach_stop, work, grid.shape[0], n_threads)
+        reach_first *= plane
+        reach_stop *= plane
+        team.run(part)
     return out
+
+
+#: the reach arrays of a back-projection over the whole image (not read)
+_NO_REACH = np.empty(0, np.int64)
+
+
+def balanced_cuts(first: np.ndarray, stop: np.ndarray, work: np.ndarray, n_bins: int,
+                  parts: int) -> list[int]:
+    """Split ``n_bins`` bins into ``parts`` contiguous runs that share the items' work evenly.
+
+    Item ``i`` (a line, a row) reaches the bins ``first[i] <= k < stop[i]`` (none when
+    ``stop[i] <= first[i]``) and costs ``work[i]`` to every run it reaches: a run
+    ``[a, b)`` costs the work of the items with ``first < b`` and ``stop > a``. The cuts
+    minimise the largest run's cost, to 0.1 % (a bisection on that cost, each step a greedy
+    walk that gives every run as many bins as the cost allows: optimal, as a run's cost only
+    grows with its extent). Every run but trailing empty ones has at least one bin.
+
+    Parameters
+    ----------
+    first, stop : int arrays
+        Each item's bins, ``0 <= first``, ``stop <= n_bins``.
+    work : float array
+        Each item's cost (>= 0).
+    n_bins, parts : int
+        The bins to split, and the number of runs (>= 1).
+
+    Returns
+    -------
+    list of ``parts + 1`` ints
+        ``0 = c[0] <= c[1] <= ... <= c[parts] = n_bins``; run ``p`` is ``[c[p], c[p + 1])``.
+
+    Examples
+    --------
+    >>> balanced_cuts(np.array([0, 1, 2, 3]), np.array([1, 2, 3, 4]), np.ones(4), 4, 2)
+    [0, 2, 4]
+    >>> balanced_cuts(np.array([0, 0, 0, 3]), np.array([1, 1, 1, 4]), np.ones(4), 4, 2)
+    [0, 1, 4]
+    """
+    w = np.where(stop > first, work, 0.0)
+    # reach_before[b]: work of the items with first < b; ended[a]: of those with stop <= a
+    reach_before = np.concatenate(([0.0], np.cumsum(np.bincount(first, w, n_bins + 1)[:n_bins])))
+    ended = np.cumsum(np.bincount(stop, w, n_bins + 1))
+    total = float(reach_before[-1])
+
+    def walk(cost: float) -> list[int]:
+        cuts = [0]
+        for _ in range(parts):
+            a = cuts[-1]
+            b = int(np.searchsorted(reach_before, cost + ended[a], side="right")) - 1
+            cuts.append(min(max(b, a + 1), n_bins))
+        return cuts
+
+    low, high = 0.0, total
+    best = walk(high)
+    while high - low > 1e-3 * total:  # the largest run within 0.1 % of the least
+        mid = 0.5 * (low + high)
+        cuts = walk(mid)
+        if cuts[-1] == n_bins:
+            high, best = mid, cuts
+        else:
+            low = mid
+    return best
 
 
 def _check_out(out: np.ndarray, shape: tuple[int, ...]) -> None:
@@ -456,8 +541,10 @@ def em_update(image: np.ndarray, rows: Rows | Sequence[Rows], out: np.ndarray, *
 
     ``rows`` may be one block or several (applied in order). With a ``team`` of ``T > 1``
     threads (:class:`parvox.threads.ThreadTeam`) the step runs in two halves: the threads
-    split every block's rows to compute ``1 / (A_j f)``, then split ``out``'s voxels into
-    ``T`` ranges and each adds the terms of its range, row by row. Every voxel gets the same
+    split every block's rows to compute ``1 / (A_j f)`` (and each row's lowest and highest
+    voxel), then split ``out``'s voxels into ``T`` runs that hold about the same number of
+    entries (:func:`balanced_cuts`), and each adds the terms of its run, row by row, reading
+    only the rows that reach it. Every voxel gets the same
     terms in the same order as with one thread, so ``out`` is the same bit for bit.
 
     Examples
@@ -486,20 +573,38 @@ def em_update(image: np.ndarray, rows: Rows | Sequence[Rows], out: np.ndarray, *
                    for b in blocks)
     threads = team.threads
     ratios = [np.empty(b.n_rows, dtype=np.float64) for b in blocks]
+    row_lo = [np.empty(b.n_rows, dtype=np.int64) for b in blocks]
+    row_hi = [np.empty(b.n_rows, dtype=np.int64) for b in blocks]
 
     def forward(part: int) -> int:
         used = 0
-        for b, r in zip(blocks, ratios, strict=True):
+        for b, r, rl, rh in zip(blocks, ratios, row_lo, row_hi, strict=True):
             first, stop = split_extent(b.n_rows, threads, part)
-            used += int(K.em_ratios(flat_image, b.indptr, b.indices, b.weights, first, stop, r))
+            used += int(K.em_ratios(flat_image, b.indptr, b.indices, b.weights, first, stop, r,
+                                    rl, rh))
         return used
 
-    def back(part: int) -> None:
-        lo, hi = split_extent(flat_out.shape[0], threads, part)
-        for b, r in zip(blocks, ratios, strict=True):
-            K.em_back_range(r, b.indptr, b.indices, b.weights, flat_out, lo, hi)
-
     used = sum(team.run(forward))
+    if not any(b.n_rows for b in blocks):
+        return used
+    # the voxels in runs of whole bins, cut so that the threads read about as many entries
+    size = flat_out.shape[0]
+    width = -(-size // min(size, 64 * threads))
+    n_bins = -(-size // width)
+    r_all = np.concatenate(ratios)
+    lo_all = np.concatenate(row_lo)
+    hi_all = np.concatenate(row_hi)
+    live = (r_all != 0.0) & (hi_all >= 0)
+    cuts = balanced_cuts(np.where(live, lo_all // width, 0), np.where(live, hi_all // width + 1, 0),
+                         np.concatenate([np.diff(b.indptr) + 1.0 for b in blocks]), n_bins, threads)
+
+    def back(part: int) -> None:
+        lo, hi = cuts[part] * width, min(cuts[part + 1] * width, size)
+        if lo >= hi:
+            return
+        for b, r, rl, rh in zip(blocks, ratios, row_lo, row_hi, strict=True):
+            K.em_back_range(r, b.indptr, b.indices, b.weights, flat_out, lo, hi, rl, rh)
+
     team.run(back)
     return used
 
