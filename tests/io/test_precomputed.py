@@ -122,7 +122,8 @@ def test_store_export_is_read_back_by_tensorstore_and_parvox():
     for name, vol, kw in cases:
         store = ingest_array(vol, tmp / f"{name}.store", progress=False, comm=comm, **kw)
         out = export_store(store, tmp / f"{name}.ng", comm=comm)
-        assert not [p for p in os.listdir(tmp) if ".tmp-" in p]  # published, nothing left
+        left = [p for p in os.listdir(tmp) if ".tmp-" in p]
+        assert not left, left  # published, nothing left
         r = PrecomputedReader(out)
         assert r.levels == kw["levels"] + 1
         assert r.info["type"] == ("segmentation" if name == "labels" else "image")
