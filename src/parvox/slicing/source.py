@@ -38,7 +38,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import os
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -79,6 +79,18 @@ def as_key(values: Iterable[Any]) -> Key:
 CHUNK = 64
 
 
+def _groups(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    """``items`` in lists of ``size`` (the last one shorter; none when ``items`` is empty)."""
+    group: list[Any] = []
+    for item in items:
+        group.append(item)
+        if len(group) == size:
+            yield group
+            group = []
+    if group:
+        yield group
+
+
 def extract_blocks(
     extractor: PartExtractor,
     blocks: Iterable[tuple[Key, np.ndarray]],
@@ -105,14 +117,10 @@ def extract_blocks(
         batches.append(extractor.extract_many(*args) if pool is None
                        else pool.submit(extractor.extract_many, *args))
 
-    group: list[tuple[Key, np.ndarray]] = []
-    for item in blocks:
-        group.append(item)
-        if len(group) == chunk:
-            run(group)
-            group = []
-    if group or not batches:
+    for group in _groups(blocks, chunk):
         run(group)
+    if not batches:
+        run([])
     return PartBatch.concat(
         [b.result() if isinstance(b, cf.Future) else b for b in batches]
     )
@@ -186,13 +194,7 @@ def extract_message(
             done.append((cols, vo, wo, pool.submit(extractor.kernel, *args, **kw)))
             at[0], at[1] = vo + vn, wo + wn
 
-    group: list[tuple[Key, np.ndarray]] = []
-    for item in blocks:
-        group.append(item)
-        if len(group) == chunk:
-            run(group)
-            group = []
-    if group:
+    for group in _groups(blocks, chunk):
         run(group)
     order, counts, pieces = [], [], []
     m = words = 0
