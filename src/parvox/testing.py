@@ -183,14 +183,19 @@ def _selected(nprocs: int, request: Any) -> set[tuple[str, str]]:
     """(module, body name) of every selected MPI item at ``nprocs`` ranks in the session."""
     names = set()
     for item in request.session.items:
-        fn = getattr(item, "function", None)
-        body = getattr(fn, "_parvox_body", None)
-        callspec = getattr(item, "callspec", None)
-        if body is None or callspec is None:
-            continue
-        if callspec.params.get("nprocs") == nprocs:
-            names.add((body.__module__, body.__name__))
+        found = _mpi_item(item)
+        if found is not None and found[1] == nprocs:
+            names.add((found[0].__module__, found[0].__name__))
     return names
+
+
+def _mpi_item(item: Any) -> tuple[Callable[[], None], int] | None:
+    """(body, rank count) of an :func:`mpi_test` item; ``None`` for any other item."""
+    body = getattr(getattr(item, "function", None), "_parvox_body", None)
+    callspec = getattr(item, "callspec", None)
+    if body is None or callspec is None:
+        return None
+    return body, callspec.params.get("nprocs")
 
 
 def _result(entry: _Body, nprocs: int, request: Any) -> tuple[bool, str]:
@@ -234,12 +239,10 @@ def apply_batch_timeouts(items: Sequence[Any]) -> None:
     import pytest
 
     for item in items:
-        fn = getattr(item, "function", None)
-        body = getattr(fn, "_parvox_body", None)
-        callspec = getattr(item, "callspec", None)
-        if body is None or callspec is None:
+        found = _mpi_item(item)
+        if found is None:
             continue
-        nprocs = callspec.params.get("nprocs")
+        nprocs = found[1]
         batch = [b for bodies in _REGISTRY.values() for b in bodies if nprocs in b.ranks]
         limit = batch_limit(batch, relaunches=max(len(batch) - 1, 0))
         marker = item.get_closest_marker("timeout")
@@ -258,11 +261,9 @@ def group_batches(items: Sequence[Any]) -> None:
     import pytest
 
     for item in items:
-        fn = getattr(item, "function", None)
-        callspec = getattr(item, "callspec", None)
-        if getattr(fn, "_parvox_body", None) is None or callspec is None:
-            continue
-        item.add_marker(pytest.mark.xdist_group(f"parvox-mpi-{callspec.params.get('nprocs')}"))
+        found = _mpi_item(item)
+        if found is not None:
+            item.add_marker(pytest.mark.xdist_group(f"parvox-mpi-{found[1]}"))
 
 
 def _syspath_for(module: str) -> str:
