@@ -225,6 +225,53 @@ def test_a_request_without_progress_times_out_instead_of_waiting_forever():
             release.set()
 
 
+@mpi_test(ranks=(2, 3), timeout=120)
+def test_close_receives_late_results_instead_of_leaving_them_to_the_next_communicator():
+    """Results that come after their request timed out, one small and one large, are received
+    by close(): nothing is left on the freed communicator, where MPICH would hand it to the
+    next ``Dup`` (it reuses the context id), and the large send does not hang the close."""
+    import threading
+    import time
+
+    from mpi4py import MPI
+
+    from parvox.dataflow import Dataflow, DataflowTimeout
+
+    comm = MPI.COMM_WORLD
+    last = comm.Get_size() - 1
+    release = threading.Event()
+
+    def late(n):
+        release.wait(60)
+        time.sleep(0.3)  # the results leave while rank 0 is closing
+        return np.full(int(n[0]), 1000.0)
+
+    op = Operation(
+        "late",
+        split=lambda sizes: [Token(last, np.array([n])) for n in sizes],
+        stages=(Stage(late),),
+        merge=lambda acc, r: acc + float(r.sum()),
+        init=lambda sizes: 0.0,
+    )
+    with Dataflow([op], window=4) as flow:
+        if comm.Get_rank() == 0:
+            with pytest.raises(DataflowTimeout, match="2 of 2 results missing"):
+                flow.run("late", [1, 200_000], timeout=0.3)
+            comm.send("release", dest=last)
+        elif comm.Get_rank() == last:
+            assert comm.recv(source=0) == "release"
+            release.set()
+    assert flow.pool.stats.held_bytes == 0
+    after = comm.Dup()
+    try:
+        comm.Barrier()
+        time.sleep(0.3)
+        assert not after.Iprobe(MPI.ANY_SOURCE, MPI.ANY_TAG), "a message outlived the runtime"
+        comm.Barrier()
+    finally:
+        after.Free()
+
+
 def test_wire_roundtrip_keeps_arrays_and_small_objects():
     a = np.arange(12, dtype=np.float32).reshape(3, 4)
     b = np.empty((0, 3), dtype=np.int64)

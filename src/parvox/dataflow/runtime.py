@@ -260,6 +260,12 @@ class Dataflow:
         self._stats_lock = threading.Lock()
         self._busy: dict[str, float] = {}
         self._tokens = 0
+        # MPI messages posted to and received from each rank: close() receives what is still
+        # on the way, so that nothing outlives the communicator (MPICH hands a freed
+        # communicator's context id, and its unreceived messages, to the next Dup)
+        self._posted_to = [0] * self.size
+        self._received_from = [0] * self.size
+        self._unfinished_sends: list[Any] = []
         #: what this rank knows of its peers (written by the communication thread and the
         #: watchdog, read by any through snapshots)
         self.peers = Peers(self.rank, self.size)
@@ -512,6 +518,7 @@ class Dataflow:
         def post(dest: int, tag: int, buf: np.ndarray) -> None:
             pending.append((comm.Isend([buf, MPI.BYTE], dest, tag), buf))
             self.mpi_sends += 1
+            self._posted_to[dest] += 1
 
         def flush(dest: int) -> None:
             msgs = held.pop(dest)
@@ -551,6 +558,7 @@ class Dataflow:
                 src, tag = status.Get_source(), status.Get_tag()
                 buf = self.pool.take(status.Get_count(MPI.BYTE))
                 comm.Recv([buf, MPI.BYTE], src, tag)
+                self._received_from[src] += 1
                 try:
                     self._on_message(src, tag, buf)
                 except Exception as exc:  # never let one bad message stop the runtime
@@ -566,7 +574,10 @@ class Dataflow:
                     else:
                         still.append((r, b))
                 pending = still
-            if self._comm_stop.is_set() and not pending and not held and self._outbox.empty():
+            if self._comm_stop.is_set() and not held and self._outbox.empty():
+                # sends still in flight are close()'s: a large one completes only once its
+                # receiver takes it, and that rank's communication thread may be gone already
+                self._unfinished_sends = [r for r, _ in pending]
                 return
             if active:
                 idle = 0
@@ -697,6 +708,25 @@ class Dataflow:
         while not self._stop_requested.wait(0.5):
             pass
 
+    def _receive_the_rest(self) -> None:
+        """Receive, and drop, the messages still on their way to this rank, and finish this
+        rank's own sends (collective; the communication threads have stopped, so no rank
+        posts any more): a reply to a request that timed out, an answer to a last ping. Every
+        rank learns how many messages each other rank posted to it and receives until it has
+        them all."""
+        from mpi4py import MPI
+
+        expected = self.comm.alltoall(self._posted_to)
+        status = MPI.Status()
+        for src, count in enumerate(expected):
+            while self._received_from[src] < count:
+                self.comm.Probe(src, MPI.ANY_TAG, status)
+                buf = np.empty(status.Get_count(MPI.BYTE), dtype=np.uint8)
+                self.comm.Recv([buf, MPI.BYTE], src, status.Get_tag())
+                self._received_from[src] += 1
+        MPI.Request.Waitall(self._unfinished_sends)
+        self._unfinished_sends = []
+
     def close(self) -> None:
         """Stop the runtime (collective): wait for every rank, stop all threads, free the
         runtime's duplicate communicator and its message buffers."""
@@ -715,6 +745,6 @@ class Dataflow:
             th.join()
         self._comm_stop.set()
         self._comm_thread.join()
-        self.comm.Barrier()
+        self._receive_the_rest()
         self.comm.Free()
         self.pool.close()
