@@ -86,7 +86,8 @@ TARGET = (0.87, 1.15)
 @dataclasses.dataclass
 class Kernel:
     """One kernel in a worker: ``run(threads)`` times it; ``result(out)`` is the whole result
-    on rank 0 (``None`` elsewhere), for the check; ``reset()`` runs untimed before each run."""
+    on rank 0 (``None`` elsewhere), for the check; ``reset()`` runs untimed before each run;
+    ``steps`` holds the seconds of named steps of the last run (the same on every rank)."""
 
     run: Callable[[int], Any]
     result: Callable[[Any], np.ndarray | None]
@@ -94,6 +95,7 @@ class Kernel:
     reset: Callable[[], None] = lambda: None
     exact: bool = True
     close: Callable[[], None] = lambda: None
+    steps: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
 def takes(func: Any, keyword: str) -> bool:
@@ -189,14 +191,17 @@ def _back(keep: str, quick: bool, comm: Any) -> Kernel:
     def run(t: int) -> np.ndarray:
         back_project(values, s, e, grid.shape, out=image, threads=t, **kw)
         if comm.Get_size() > 1:
+            t0 = time.perf_counter()
             comm.Allreduce(MPI.IN_PLACE, image, op=MPI.SUM)
+            k.steps["allreduce"] = comm.allreduce(time.perf_counter() - t0, op=MPI.MAX)
         return image
 
     def reset() -> None:
         image[...] = 0
 
-    return Kernel(run, lambda out: out.copy() if comm.Get_rank() == 0 else None,
-                  takes(back_project, "threads"), reset, exact=False)
+    k = Kernel(run, lambda out: out.copy() if comm.Get_rank() == 0 else None,
+               takes(back_project, "threads"), reset, exact=False)
+    return k
 
 
 def _slice(keep: str, quick: bool, comm: Any, threads: list[int]) -> Kernel:
@@ -294,7 +299,7 @@ def worker(keep: str, address: tuple[str, int], quick: bool, threads: list[int],
                     np.save(os.path.join(keep, f"result-{cmd['kernel']}-{size}x{t}.npy"),
                             whole)
             if rank == 0:
-                io.write(json.dumps({"wall": wall, "cpu": cpu}) + "\n")
+                io.write(json.dumps({"wall": wall, "cpu": cpu, "steps": k.steps}) + "\n")
                 io.flush()
     for k in kernels.values():
         k.close()
@@ -355,8 +360,10 @@ class Job:
             io.write(json.dumps(cmd) + "\n")
             io.flush()
 
-    def call(self, name: str, threads: int, save: bool = False) -> tuple[float, float]:
-        """One timed call: its wall time and CPU time (all ranks and threads)."""
+    def call(self, name: str, threads: int, save: bool = False
+             ) -> tuple[float, float, dict[str, float]]:
+        """One timed call: its wall time, CPU time (all ranks and threads) and the seconds of
+        its named steps (:attr:`Kernel.steps`)."""
         self.send({"op": "run", "kernel": name, "threads": threads, "save": save})
         line = self.io[0].readline()
         if not line:
@@ -364,7 +371,7 @@ class Job:
             self._alive()
             raise SystemExit(f"worker on {self.nranks} ranks closed its connection")
         got = json.loads(line)
-        return float(got["wall"]), float(got["cpu"])
+        return float(got["wall"]), float(got["cpu"]), got["steps"]
 
     def close(self) -> None:
         if self.proc.poll() is None and self.io:
@@ -384,22 +391,26 @@ class Job:
 
 def measure(jobs: dict[int, Job], layouts: list[tuple[int, int]], name: str, calls: int,
             min_time: float, save: bool, round_: int
-            ) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+            ) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, list[float]]]:
     """Time kernel ``name`` in every layout ``(ranks, threads)``, one call of each in turn
     (the order rotating with ``round_``): at least ``calls`` calls each and, per layout, at
     least ``min_time`` seconds in all (at most 50 calls). With ``save`` the first call of
-    each layout writes its result. Returns the wall and CPU times per layout ``"PxT"``."""
+    each layout writes its result. Returns the wall and CPU times per layout ``"PxT"``, and
+    the times of the kernel's named steps per ``"PxT STEP"``."""
     shift = round_ % len(layouts)
     order = layouts[shift:] + layouts[:shift]
     walls: dict[str, list[float]] = {f"{p}x{t}": [] for p, t in layouts}
     cpus: dict[str, list[float]] = {f"{p}x{t}": [] for p, t in layouts}
+    steps: dict[str, list[float]] = {}
     while any(len(w) < calls or (sum(w) < min_time and len(w) < 50) for w in walls.values()):
         for p, t in order:
             lay = f"{p}x{t}"
-            wall, cpu = jobs[p].call(name, t, save and not walls[lay])
+            wall, cpu, named = jobs[p].call(name, t, save and not walls[lay])
             walls[lay].append(wall)
             cpus[lay].append(cpu)
-    return walls, cpus
+            for step, sec in named.items():
+                steps.setdefault(f"{lay} {step}", []).append(sec)
+    return walls, cpus, steps
 
 
 def check(name: str, keep: str, layouts: list[str], exact: bool) -> bool:
@@ -541,6 +552,7 @@ def main() -> None:
     cpu: dict[str, dict[str, list[float]]] = {n: {} for n in names}
     calls: dict[str, list[int]] = {n: [] for n in names}
     setups: dict[int, Any] = {}
+    steps: dict[str, dict[str, list[float]]] = {}
     available: dict[str, bool] = {}
     checks: dict[str, bool] = {}
     start = time.perf_counter()
@@ -562,8 +574,11 @@ def main() -> None:
                        file=sys.stderr)
             for r in range(repeats):
                 for name in live[r % max(len(live), 1):] + live[:r % max(len(live), 1)]:
-                    walls, cpus = measure(jobs, layouts, name, args.calls, args.min_time,
-                                          r == 0, r)
+                    walls, cpus, named = measure(jobs, layouts, name, args.calls,
+                                                 args.min_time, r == 0, r)
+                    for step, secs in named.items():
+                        steps.setdefault(name, {}).setdefault(step, []).append(
+                            statistics.median(secs))
                     calls[name].append(min(len(w) for w in walls.values()))
                     for lay in walls:  # the round's figure: the median of its calls
                         times[name].setdefault(lay, []).append(statistics.median(walls[lay]))
@@ -607,6 +622,14 @@ def main() -> None:
               f"{t['1x2']:>8.3f}{t['2x1']:>8.3f}"
               f"{t['1x1'] / t['1x2']:>14.2f}{t['1x1'] / t['2x1']:>14.2f}{busy:>20}"
               f"{t['1x2'] / t['2x1']:>9.3f}  {'yes' if checks[name] else 'NO'}")
+    for name, by in steps.items():
+        for step, secs in by.items():
+            lay, what = step.split(" ", 1)
+            print(f"  {name} {lay}: of which {what} {statistics.median(secs):.3f} s "
+                  f"({statistics.median(secs) / rows[name][lay]:.0%})")
+    if load[0] > (os.cpu_count() or 1) - 0.5:
+        print(f"warning: load {load[0]:.1f} on {os.cpu_count()} cores: other work took cores "
+              "from these runs (cores busy < 2); the ratios are noisy, rerun when quiet")
     figures: dict[int, Any] = {}
     if not args.no_osem:
         print()
