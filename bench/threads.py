@@ -18,19 +18,32 @@ and the table gives the medians over ``--repeats`` rounds, the speed-ups over ``
   2% background, ``bench/edt.py``'s input);
 - ``forward_project`` and ``back_project`` (Joseph, :mod:`parvox.recon.projectors`, the OSEM
   benchmark's 48 MiB float64 image and scanner, random lines of response); at 2 ranks each
-  rank takes half of the lines, and the back-projection's two images are summed by an
-  ``MPI_Allreduce`` (its part of the time, as in OSEM);
+  rank takes half of the lines, and the back-projection's two images are summed by the
+  allreduce OSEM sums them with (``parvox.collectives.allreduce``, ``auto``: about 0.6x the
+  time of MPICH's in-place ``MPI_Allreduce`` on 48 MiB here); its part of the time is
+  printed;
 - ``slice``: warm 512x512 oblique slices (``bench/slicing.py``'s browsing case, extent cache
   on) of an RGB phantom store, :class:`parvox.slicing.SliceEngine` with
   ``compute_threads=T`` (its extraction threads) at 1 rank.
 
 A kernel whose function has no thread keyword (``threads``; the slice engine's
 ``compute_threads``) is reported as "not available" and skipped: the script runs before every
-kernel has one. Each round launches the 1-rank job (``1x1`` and ``1x2`` interleaved in it) and
-the 2-rank job in a rotating order; every job loads its data, runs each kernel once untimed
-(compiled kernels loaded) and then times it barrier to barrier (maximum over ranks). The first
-round checks that every layout gives the ``1x1`` result (bit for bit; the summed
-back-projection to 1e-12).
+kernel has one.
+
+How it times (the machine may be shared: the load changes from second to second). The
+1-rank job (``1x1`` and ``1x2``) and the 2-rank job stay up together; each loads its data and
+runs every kernel once per layout untimed (compiled kernels loaded, pages and pools warm),
+then waits, blocked on a socket (taking no CPU), for the driver's commands. The driver times
+single calls of the three layouts in turn (:func:`measure`), at least ``--calls`` each and at
+least ``--min-time`` seconds per layout; a call is timed barrier to barrier (the maximum over
+ranks). A round's figure per layout is the median of its calls, the table's the median of
+``--repeats`` rounds. The first round checks that every layout gives the ``1x1`` result (bit
+for bit; the summed back-projection to 1e-12). It also prints what decides whether the
+threads can run at once: the CPUs each rank may run on (``os.sched_getaffinity``: a launcher
+that bound each rank to one core would put 1x2's two threads on one core), the thread
+variables, and "cores busy" (the CPU time of all ranks and threads over the wall time; MPI
+ranks count their busy waiting too), with a warning when the load average says other work
+took cores.
 
 Then it reproduces the shape of seed 000's Fig. 5a for OSEM (run time against threads per
 rank) with ``bench/osem_threads.py``'s worker and table (layouts ``--osem-layouts``), prints
@@ -181,6 +194,7 @@ def _forward(keep: str, quick: bool, comm: Any) -> Kernel:
 def _back(keep: str, quick: bool, comm: Any) -> Kernel:
     from mpi4py import MPI
 
+    from parvox import collectives
     from parvox.recon import back_project
 
     grid, s, e, mine = _lines(quick, "back_project", comm)
@@ -192,7 +206,7 @@ def _back(keep: str, quick: bool, comm: Any) -> Kernel:
         back_project(values, s, e, grid.shape, out=image, threads=t, **kw)
         if comm.Get_size() > 1:
             t0 = time.perf_counter()
-            comm.Allreduce(MPI.IN_PLACE, image, op=MPI.SUM)
+            collectives.allreduce(image, image, comm=comm)  # as OSEM sums its images
             k.steps["allreduce"] = comm.allreduce(time.perf_counter() - t0, op=MPI.MAX)
         return image
 
