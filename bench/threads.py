@@ -43,7 +43,10 @@ threads can run at once: the CPUs each rank may run on (``os.sched_getaffinity``
 that bound each rank to one core would put 1x2's two threads on one core), the thread
 variables, and "cores busy" (the CPU time of all ranks and threads over the wall time; MPI
 ranks count their busy waiting too), with a warning when the load average says other work
-took cores.
+took cores. Linux shares the CPU among sessions (autogroups) and Hydra gives each rank a
+session: under load 2 ranks would get twice the CPU of 1 rank's 2 threads, so the ranks
+raise their groups' nice to share one group's weight (:func:`fair_share`; not with
+``--no-fair-share``; no effect on an idle machine).
 
 Then it reproduces the shape of seed 000's Fig. 5a for OSEM (run time against threads per
 rank) with ``bench/osem_threads.py``'s worker and table (layouts ``--osem-layouts``), prints
@@ -258,7 +261,40 @@ def kernel(name: str, keep: str, quick: bool, comm: Any, threads: list[int]) -> 
 
 
 # ------------------------------------------------------------------ the MPI worker
-def setup(comm: Any) -> dict[str, Any]:
+#: the CFS weights of nice 0..7 (the kernel's ``sched_prio_to_weight``)
+CFS_WEIGHTS = (1024, 820, 655, 526, 423, 335, 272, 215)
+AUTOGROUP = "/proc/self/autogroup"
+
+
+def fair_share(comm: Any) -> int | None:
+    """Give the job's ranks together the CPU share of one process, when the machine is shared.
+
+    Linux's autogroup scheduling (``/proc/sys/kernel/sched_autogroup_enabled``) shares the
+    CPU among sessions, not threads, and Hydra starts every rank in a session of its own: with
+    other work on the machine, 2 ranks x 1 thread would get twice the CPU of 1 rank x 2
+    threads (measured here: cores busy 0.8 against 0.5 at load 4.5), whatever the kernels
+    do. When every rank has an autogroup of its own, each raises that group's nice (allowed
+    to anyone) so that the ranks' weights add up to one group's; on an idle machine nothing
+    changes. Returns the nice set, or None (one rank, shared groups, no autogroups)."""
+    size = comm.Get_size()
+    try:
+        with open(AUTOGROUP) as f:
+            mine = f.read().split()[0]
+    except (OSError, IndexError):
+        mine = None
+    groups = comm.allgather(mine)
+    if size == 1 or None in groups or len(set(groups)) != size:
+        return None
+    nice = min(range(len(CFS_WEIGHTS)), key=lambda n: abs(CFS_WEIGHTS[n] * size - 1024))
+    try:
+        with open(AUTOGROUP, "w") as f:
+            f.write(str(nice))
+    except OSError:
+        return None
+    return nice
+
+
+def setup(comm: Any, fair: bool = True) -> dict[str, Any]:
     """What decides whether a rank's threads can run at once: the CPUs each rank may run on
     (a launcher that binds a rank to one core would put its two threads on one core), the
     thread variables it was started with, and the load average."""
@@ -266,11 +302,12 @@ def setup(comm: Any) -> dict[str, Any]:
                                           "OMP_NUM_THREADS")}
     mine = {"cpus": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
             else None, **env}
-    return {"ranks": comm.allgather(mine), "load": os.getloadavg()[0]}
+    return {"ranks": comm.allgather(mine), "load": os.getloadavg()[0],
+            "autogroup_nice": fair_share(comm) if fair else None}
 
 
 def worker(keep: str, address: tuple[str, int], quick: bool, threads: list[int],
-           names: list[str]) -> None:
+           names: list[str], fair: bool = True) -> None:
     """Run on every rank: set the kernels up, run each once per thread count untimed
     (compiled kernels loaded, thread pools and pages warm), then time one call per command
     of the driver (:class:`Job`), until it says ``quit``.
@@ -284,7 +321,7 @@ def worker(keep: str, address: tuple[str, int], quick: bool, threads: list[int],
 
     comm = MPI.COMM_WORLD
     size, rank = comm.Get_size(), comm.Get_rank()
-    info = setup(comm)
+    info = setup(comm, fair)
     kernels = {name: kernel(name, keep, quick, comm, threads) for name in names}
     live = [n for n in names if kernels[n].available]
     for name in live:
@@ -327,14 +364,14 @@ class Job:
     change of the machine's load (it is shared) falls on every layout alike."""
 
     def __init__(self, server: socket.socket, nranks: int, threads: list[int], keep: str,
-                 quick: bool, names: list[str]) -> None:
+                 quick: bool, names: list[str], fair: bool = True) -> None:
         from parvox.launch import launch_command
 
         self.nranks = nranks
         host, port = server.getsockname()[:2]
         argv = [__file__, "--worker", keep, "--connect", f"{host}:{port}", "--threads",
                 ",".join(map(str, threads)), "--kernels", ",".join(names)]
-        argv += ["--quick"] * quick
+        argv += ["--quick"] * quick + ["--no-fair-share"] * (not fair)
         self.log = open(os.path.join(keep, f"job{nranks}.log"), "w+")
         env = dict(os.environ, **thread_env(max(threads)))
         self.proc = subprocess.Popen(launch_command(nranks, argv), env=env, stdout=self.log,
@@ -526,6 +563,8 @@ def main() -> None:
     parser.add_argument("--kernels", default=",".join(KERNELS),
                         help=f"comma-separated, among: {', '.join(KERNELS)}")
     parser.add_argument("--no-osem", action="store_true", help="skip the OSEM part")
+    parser.add_argument("--no-fair-share", action="store_true",
+                        help="leave each rank its own autogroup's CPU share (fair_share)")
     parser.add_argument("--osem-layouts", default=None,
                         help="ranks x threads for OSEM (default 1x1,1x2,2x1; full: 1x4 too)")
     parser.add_argument("--calls", type=int, default=3,
@@ -543,7 +582,7 @@ def main() -> None:
     if args.worker:
         host, port = args.connect.rsplit(":", 1)
         worker(args.worker, (host, int(port)), args.quick,
-               [int(t) for t in args.threads.split(",")], names)
+               [int(t) for t in args.threads.split(",")], names, not args.no_fair_share)
         return
     repeats = args.repeats if args.repeats is not None else (2 if args.quick else 3)
     if repeats < 1:
@@ -579,7 +618,7 @@ def main() -> None:
         jobs: dict[int, Job] = {}
         try:
             for p, ts in threads_of.items():  # one after the other: the warm-ups apart
-                jobs[p] = Job(server, p, ts, keep, args.quick, names)
+                jobs[p] = Job(server, p, ts, keep, args.quick, names, not args.no_fair_share)
                 jobs[p].connect(server)
                 setups[p] = jobs[p].hello["setup"]
                 available.update(jobs[p].hello["available"])
@@ -615,7 +654,10 @@ def main() -> None:
         ranks = "; ".join(f"rank {i}: CPUs {r['cpus']}, PARVOX_THREADS={r['PARVOX_THREADS']}, "
                           f"NUMBA_NUM_THREADS={r['NUMBA_NUM_THREADS']}"
                           for i, r in enumerate(info["ranks"]))
-        print(f"set-up, {p}-rank job (load {info['load']:.1f} at its start): {ranks}")
+        nice = info.get("autogroup_nice")
+        share = ("" if nice is None else f"; each rank in an autogroup of its own, its nice "
+                 f"raised to {nice} (the ranks together get one process's CPU share)")
+        print(f"set-up, {p}-rank job (load {info['load']:.1f} at its start): {ranks}{share}")
     print(f"ranks x threads: the same data; per round the median of >= {args.calls} timed calls "
           f"(>= {args.min_time:g} s) per layout, interleaved; medians of {repeats} rounds "
           f"(seconds); {os.cpu_count()} cores, load {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}; "
