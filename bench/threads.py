@@ -18,19 +18,35 @@ and the table gives the medians over ``--repeats`` rounds, the speed-ups over ``
   2% background, ``bench/edt.py``'s input);
 - ``forward_project`` and ``back_project`` (Joseph, :mod:`parvox.recon.projectors`, the OSEM
   benchmark's 48 MiB float64 image and scanner, random lines of response); at 2 ranks each
-  rank takes half of the lines, and the back-projection's two images are summed by an
-  ``MPI_Allreduce`` (its part of the time, as in OSEM);
+  rank takes half of the lines, and the back-projection's two images are summed by the
+  allreduce OSEM sums them with (``parvox.collectives.allreduce``, ``auto``: about 0.6x the
+  time of MPICH's in-place ``MPI_Allreduce`` on 48 MiB here); its part of the time is
+  printed;
 - ``slice``: warm 512x512 oblique slices (``bench/slicing.py``'s browsing case, extent cache
   on) of an RGB phantom store, :class:`parvox.slicing.SliceEngine` with
   ``compute_threads=T`` (its extraction threads) at 1 rank.
 
 A kernel whose function has no thread keyword (``threads``; the slice engine's
 ``compute_threads``) is reported as "not available" and skipped: the script runs before every
-kernel has one. Each round launches the 1-rank job (``1x1`` and ``1x2`` interleaved in it) and
-the 2-rank job in a rotating order; every job loads its data, runs each kernel once untimed
-(compiled kernels loaded) and then times it barrier to barrier (maximum over ranks). The first
-round checks that every layout gives the ``1x1`` result (bit for bit; the summed
-back-projection to 1e-12).
+kernel has one.
+
+How it times (the machine may be shared: the load changes from second to second). The
+1-rank job (``1x1`` and ``1x2``) and the 2-rank job stay up together; each loads its data and
+runs every kernel once per layout untimed (compiled kernels loaded, pages and pools warm),
+then waits, blocked on a socket (taking no CPU), for the driver's commands. The driver times
+single calls of the three layouts in turn (:func:`measure`), at least ``--calls`` each and at
+least ``--min-time`` seconds per layout; a call is timed barrier to barrier (the maximum over
+ranks). A round's figure per layout is the median of its calls, the table's the median of
+``--repeats`` rounds. The first round checks that every layout gives the ``1x1`` result (bit
+for bit; the summed back-projection to 1e-12). It also prints what decides whether the
+threads can run at once: the CPUs each rank may run on (``os.sched_getaffinity``: a launcher
+that bound each rank to one core would put 1x2's two threads on one core), the thread
+variables, and "cores busy" (the CPU time of all ranks and threads over the wall time; MPI
+ranks count their busy waiting too), with a warning when the load average says other work
+took cores. Linux shares the CPU among sessions (autogroups) and Hydra gives each rank a
+session: under load 2 ranks would get twice the CPU of 1 rank's 2 threads, so the ranks
+raise their groups' nice to share one group's weight (:func:`fair_share`; not with
+``--no-fair-share``; no effect on an idle machine).
 
 Then it reproduces the shape of seed 000's Fig. 5a for OSEM (run time against threads per
 rank) with ``bench/osem_threads.py``'s worker and table (layouts ``--osem-layouts``), prints
@@ -51,7 +67,9 @@ import dataclasses
 import inspect
 import json
 import os
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -60,7 +78,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _shared import run_worker_report, save_figure
+from _shared import run_worker_report, save_figure, thread_env
 
 RESULTS = Path(__file__).resolve().parent / "results"
 LAYOUTS = ((1, 1), (1, 2), (2, 1))  # (ranks, threads per rank)
@@ -84,7 +102,8 @@ TARGET = (0.87, 1.15)
 @dataclasses.dataclass
 class Kernel:
     """One kernel in a worker: ``run(threads)`` times it; ``result(out)`` is the whole result
-    on rank 0 (``None`` elsewhere), for the check; ``reset()`` runs untimed before each run."""
+    on rank 0 (``None`` elsewhere), for the check; ``reset()`` runs untimed before each run;
+    ``steps`` holds the seconds of named steps of the last run (the same on every rank)."""
 
     run: Callable[[int], Any]
     result: Callable[[Any], np.ndarray | None]
@@ -92,6 +111,7 @@ class Kernel:
     reset: Callable[[], None] = lambda: None
     exact: bool = True
     close: Callable[[], None] = lambda: None
+    steps: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
 def takes(func: Any, keyword: str) -> bool:
@@ -177,6 +197,7 @@ def _forward(keep: str, quick: bool, comm: Any) -> Kernel:
 def _back(keep: str, quick: bool, comm: Any) -> Kernel:
     from mpi4py import MPI
 
+    from parvox import collectives
     from parvox.recon import back_project
 
     grid, s, e, mine = _lines(quick, "back_project", comm)
@@ -187,14 +208,17 @@ def _back(keep: str, quick: bool, comm: Any) -> Kernel:
     def run(t: int) -> np.ndarray:
         back_project(values, s, e, grid.shape, out=image, threads=t, **kw)
         if comm.Get_size() > 1:
-            comm.Allreduce(MPI.IN_PLACE, image, op=MPI.SUM)
+            t0 = time.perf_counter()
+            collectives.allreduce(image, image, comm=comm)  # as OSEM sums its images
+            k.steps["allreduce"] = comm.allreduce(time.perf_counter() - t0, op=MPI.MAX)
         return image
 
     def reset() -> None:
         image[...] = 0
 
-    return Kernel(run, lambda out: out.copy() if comm.Get_rank() == 0 else None,
-                  takes(back_project, "threads"), reset, exact=False)
+    k = Kernel(run, lambda out: out.copy() if comm.Get_rank() == 0 else None,
+               takes(back_project, "threads"), reset, exact=False)
+    return k
 
 
 def _slice(keep: str, quick: bool, comm: Any, threads: list[int]) -> Kernel:
@@ -237,49 +261,207 @@ def kernel(name: str, keep: str, quick: bool, comm: Any, threads: list[int]) -> 
 
 
 # ------------------------------------------------------------------ the MPI worker
-def worker(keep: str, report: str, quick: bool, threads: list[int], names: list[str],
-           save: bool, round_: int) -> None:
-    """Run on every rank: each available kernel at each thread count, interleaved; rank 0
-    writes the times (and, with ``save``, the results) under ``keep``."""
+#: the CFS weights of nice 0..7 (the kernel's ``sched_prio_to_weight``)
+CFS_WEIGHTS = (1024, 820, 655, 526, 423, 335, 272, 215)
+AUTOGROUP = "/proc/self/autogroup"
+
+
+def fair_share(comm: Any) -> int | None:
+    """Give the job's ranks together the CPU share of one process, when the machine is shared.
+
+    Linux's autogroup scheduling (``/proc/sys/kernel/sched_autogroup_enabled``) shares the
+    CPU among sessions, not threads, and Hydra starts every rank in a session of its own: with
+    other work on the machine, 2 ranks x 1 thread would get twice the CPU of 1 rank x 2
+    threads (measured here: cores busy 0.8 against 0.5 at load 4.5), whatever the kernels
+    do. When every rank has an autogroup of its own, each raises that group's nice (allowed
+    to anyone) so that the ranks' weights add up to one group's; on an idle machine nothing
+    changes. Returns the nice set, or None (one rank, shared groups, no autogroups)."""
+    size = comm.Get_size()
+    try:
+        with open(AUTOGROUP) as f:
+            mine = f.read().split()[0]
+    except (OSError, IndexError):
+        mine = None
+    groups = comm.allgather(mine)
+    if size == 1 or None in groups or len(set(groups)) != size:
+        return None
+    nice = min(range(len(CFS_WEIGHTS)), key=lambda n: abs(CFS_WEIGHTS[n] * size - 1024))
+    try:
+        with open(AUTOGROUP, "w") as f:
+            f.write(str(nice))
+    except OSError:
+        return None
+    return nice
+
+
+def setup(comm: Any, fair: bool = True) -> dict[str, Any]:
+    """What decides whether a rank's threads can run at once: the CPUs each rank may run on
+    (a launcher that binds a rank to one core would put its two threads on one core), the
+    thread variables it was started with, and the load average."""
+    env = {k: os.environ.get(k) for k in ("PARVOX_THREADS", "NUMBA_NUM_THREADS",
+                                          "OMP_NUM_THREADS")}
+    mine = {"cpus": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+            else None, **env}
+    return {"ranks": comm.allgather(mine), "load": os.getloadavg()[0],
+            "autogroup_nice": fair_share(comm) if fair else None}
+
+
+def worker(keep: str, address: tuple[str, int], quick: bool, threads: list[int],
+           names: list[str], fair: bool = True) -> None:
+    """Run on every rank: set the kernels up, run each once per thread count untimed
+    (compiled kernels loaded, thread pools and pages warm), then time one call per command
+    of the driver (:class:`Job`), until it says ``quit``.
+
+    Every rank reads the commands from its own connection (a blocking read: an idle job
+    takes no CPU while the other job is timed); rank 0 answers with the call's wall time
+    (barrier to barrier, the maximum over ranks) and CPU time (the sum over ranks of the
+    process CPU time, every thread), and with ``save`` writes the whole result under
+    ``keep``."""
     from mpi4py import MPI
 
     comm = MPI.COMM_WORLD
-    size = comm.Get_size()
+    size, rank = comm.Get_size(), comm.Get_rank()
+    info = setup(comm, fair)
     kernels = {name: kernel(name, keep, quick, comm, threads) for name in names}
-    times: dict[str, dict[str, float]] = {}
-    cases = [(n, t) for n in names for t in threads if kernels[n].available]
-    for name, t in cases:  # load the compiled kernels, warm the caches: untimed
-        kernels[name].reset()
-        kernels[name].run(t)
-    shift = round_ % max(len(cases), 1)  # a rotating order across rounds
-    for name, t in cases[shift:] + cases[:shift]:
-        k = kernels[name]
-        k.reset()
-        comm.Barrier()
-        t0 = time.perf_counter()
-        out = k.run(t)
-        times.setdefault(name, {})[f"{size}x{t}"] = comm.allreduce(time.perf_counter() - t0,
-                                                                   op=MPI.MAX)
-        if save:
-            whole = k.result(out)
-            if whole is not None:
-                np.save(os.path.join(keep, f"result-{name}-{size}x{t}.npy"), whole)
+    live = [n for n in names if kernels[n].available]
+    for name in live:
+        for t in threads:
+            kernels[name].reset()
+            kernels[name].run(t)
+    with socket.create_connection(address) as sock, sock.makefile("rw") as io:
+        hello = {"rank": rank, "setup": info,
+                 "available": {n: kernels[n].available for n in names}}
+        io.write(json.dumps(hello) + "\n")
+        io.flush()
+        for line in io:
+            cmd = json.loads(line)
+            if cmd["op"] == "quit":
+                break
+            k, t = kernels[cmd["kernel"]], int(cmd["threads"])
+            k.reset()
+            comm.Barrier()
+            c0, t0 = time.process_time(), time.perf_counter()
+            out = k.run(t)
+            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+            wall, cpu = comm.allreduce(wall, op=MPI.MAX), comm.allreduce(cpu, op=MPI.SUM)
+            if cmd.get("save"):
+                whole = k.result(out)
+                if whole is not None:
+                    np.save(os.path.join(keep, f"result-{cmd['kernel']}-{size}x{t}.npy"),
+                            whole)
+            if rank == 0:
+                io.write(json.dumps({"wall": wall, "cpu": cpu, "steps": k.steps}) + "\n")
+                io.flush()
     for k in kernels.values():
         k.close()
-    if comm.Get_rank() == 0:
-        avail = {n: kernels[n].available for n in names}
-        Path(report).write_text(json.dumps({"times": times, "available": avail}))
 
 
-def run_job(nranks: int, threads: list[int], keep: str, quick: bool, names: list[str],
-            round_: int) -> dict[str, Any]:
-    """Launch :func:`worker` on ``nranks`` ranks (``$PARVOX_THREADS`` = the most threads)."""
-    report = os.path.join(keep, f"report{nranks}.json")
-    argv = [__file__, "--worker", keep, "--report", report, "--threads",
-            ",".join(map(str, threads)), "--kernels", ",".join(names), "--round", str(round_)]
-    argv += ["--quick"] * quick + ["--save"] * (round_ == 0)
-    result: dict[str, Any] = run_worker_report(nranks, argv, report, threads=max(threads))
-    return result
+class Job:
+    """One MPI job of :func:`worker` (``nranks`` ranks, ``$PARVOX_THREADS`` = the most of
+    ``threads``), driven over one socket per rank: :meth:`call` times one call.
+
+    Both jobs stay up together, so the driver interleaves single calls of every layout: a
+    change of the machine's load (it is shared) falls on every layout alike."""
+
+    def __init__(self, server: socket.socket, nranks: int, threads: list[int], keep: str,
+                 quick: bool, names: list[str], fair: bool = True) -> None:
+        from parvox.launch import launch_command
+
+        self.nranks = nranks
+        host, port = server.getsockname()[:2]
+        argv = [__file__, "--worker", keep, "--connect", f"{host}:{port}", "--threads",
+                ",".join(map(str, threads)), "--kernels", ",".join(names)]
+        argv += ["--quick"] * quick + ["--no-fair-share"] * (not fair)
+        self.log = open(os.path.join(keep, f"job{nranks}.log"), "w+")
+        env = dict(os.environ, **thread_env(max(threads)))
+        self.proc = subprocess.Popen(launch_command(nranks, argv), env=env, stdout=self.log,
+                                     stderr=subprocess.STDOUT, text=True)
+        self.io: dict[int, Any] = {}
+        self.hello: dict[str, Any] = {}
+        self.conns: list[socket.socket] = []
+
+    def connect(self, server: socket.socket) -> None:
+        """Accept this job's ranks (each says hello when its kernels are warm)."""
+        server.settimeout(1.0)
+        while len(self.io) < self.nranks:
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                self._alive()
+                continue
+            conn.settimeout(None)
+            self.conns.append(conn)
+            io = conn.makefile("rw")
+            hello = json.loads(io.readline() or "null")
+            if hello is None:
+                self._alive()
+                raise SystemExit(f"worker on {self.nranks} ranks closed its connection")
+            self.io[hello["rank"]] = io
+            if hello["rank"] == 0:
+                self.hello = hello
+
+    def _alive(self) -> None:
+        if self.proc.poll() is not None:
+            self.log.seek(0)
+            raise SystemExit(f"worker on {self.nranks} ranks failed (exit "
+                             f"{self.proc.returncode}):\n{self.log.read()}")
+
+    def send(self, cmd: dict[str, Any]) -> None:
+        for io in self.io.values():
+            io.write(json.dumps(cmd) + "\n")
+            io.flush()
+
+    def call(self, name: str, threads: int, save: bool = False
+             ) -> tuple[float, float, dict[str, float]]:
+        """One timed call: its wall time, CPU time (all ranks and threads) and the seconds of
+        its named steps (:attr:`Kernel.steps`)."""
+        self.send({"op": "run", "kernel": name, "threads": threads, "save": save})
+        line = self.io[0].readline()
+        if not line:
+            self.proc.wait()
+            self._alive()
+            raise SystemExit(f"worker on {self.nranks} ranks closed its connection")
+        got = json.loads(line)
+        return float(got["wall"]), float(got["cpu"]), got["steps"]
+
+    def close(self) -> None:
+        if self.proc.poll() is None and self.io:
+            self.send({"op": "quit"})
+        for io in self.io.values():
+            io.close()
+        for conn in self.conns:
+            conn.close()
+        if self.proc.poll() is None:
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+def measure(jobs: dict[int, Job], layouts: list[tuple[int, int]], name: str, calls: int,
+            min_time: float, save: bool, round_: int
+            ) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, list[float]]]:
+    """Time kernel ``name`` in every layout ``(ranks, threads)``, one call of each in turn
+    (the order rotating with ``round_``): at least ``calls`` calls each and, per layout, at
+    least ``min_time`` seconds in all (at most 50 calls). With ``save`` the first call of
+    each layout writes its result. Returns the wall and CPU times per layout ``"PxT"``, and
+    the times of the kernel's named steps per ``"PxT STEP"``."""
+    shift = round_ % len(layouts)
+    order = layouts[shift:] + layouts[:shift]
+    walls: dict[str, list[float]] = {f"{p}x{t}": [] for p, t in layouts}
+    cpus: dict[str, list[float]] = {f"{p}x{t}": [] for p, t in layouts}
+    steps: dict[str, list[float]] = {}
+    while any(len(w) < calls or (sum(w) < min_time and len(w) < 50) for w in walls.values()):
+        for p, t in order:
+            lay = f"{p}x{t}"
+            wall, cpu, named = jobs[p].call(name, t, save and not walls[lay])
+            walls[lay].append(wall)
+            cpus[lay].append(cpu)
+            for step, sec in named.items():
+                steps.setdefault(f"{lay} {step}", []).append(sec)
+    return walls, cpus, steps
 
 
 def check(name: str, keep: str, layouts: list[str], exact: bool) -> bool:
@@ -381,24 +563,32 @@ def main() -> None:
     parser.add_argument("--kernels", default=",".join(KERNELS),
                         help=f"comma-separated, among: {', '.join(KERNELS)}")
     parser.add_argument("--no-osem", action="store_true", help="skip the OSEM part")
+    parser.add_argument("--no-fair-share", action="store_true",
+                        help="leave each rank its own autogroup's CPU share (fair_share)")
     parser.add_argument("--osem-layouts", default=None,
                         help="ranks x threads for OSEM (default 1x1,1x2,2x1; full: 1x4 too)")
+    parser.add_argument("--calls", type=int, default=3,
+                        help="timed calls per layout and round, at least (default 3)")
+    parser.add_argument("--min-time", type=float, default=1.0,
+                        help="seconds of timed calls per layout and round, at least (default "
+                        "1; at most 50 calls)")
     parser.add_argument("--worker", metavar="DIR", help=argparse.SUPPRESS)
-    parser.add_argument("--report", help=argparse.SUPPRESS)
+    parser.add_argument("--connect", help=argparse.SUPPRESS)
     parser.add_argument("--threads", default="1", help=argparse.SUPPRESS)
-    parser.add_argument("--save", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--round", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     names = [n for n in args.kernels.split(",") if n]
     if not names or [n for n in names if n not in KERNELS]:
         parser.error(f"argument --kernels: choose among {list(KERNELS)}, got {args.kernels!r}")
     if args.worker:
-        worker(args.worker, args.report, args.quick, [int(t) for t in args.threads.split(",")],
-               names, args.save, args.round)
+        host, port = args.connect.rsplit(":", 1)
+        worker(args.worker, (host, int(port)), args.quick,
+               [int(t) for t in args.threads.split(",")], names, not args.no_fair_share)
         return
     repeats = args.repeats if args.repeats is not None else (2 if args.quick else 3)
     if repeats < 1:
         parser.error(f"argument --repeats: must be >= 1, got {repeats}")
+    if args.calls < 1:
+        parser.error(f"argument --calls: must be >= 1, got {args.calls}")
     import osem_threads
 
     try:
@@ -409,37 +599,73 @@ def main() -> None:
 
     from tqdm import tqdm
 
-    jobs = {1: [1, 2], 2: [1]}
+    threads_of = {1: [1, 2], 2: [1]}  # the ranks of a job: the threads it runs with
+    layouts = [(p, t) for p, ts in threads_of.items() for t in ts]
     times: dict[str, dict[str, list[float]]] = {n: {} for n in names}
+    cpu: dict[str, dict[str, list[float]]] = {n: {} for n in names}
+    calls: dict[str, list[int]] = {n: [] for n in names}
+    setups: dict[int, Any] = {}
+    steps: dict[str, dict[str, list[float]]] = {}
     available: dict[str, bool] = {}
     checks: dict[str, bool] = {}
     start = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="parvox-threads-") as keep:
+    with (tempfile.TemporaryDirectory(prefix="parvox-threads-") as keep,
+          socket.create_server(("127.0.0.1", 0)) as server):
         print("writing the inputs ...", file=sys.stderr, flush=True)
         make_inputs(keep, args.quick, names)
-        bar = tqdm(total=repeats * len(jobs), desc="ranks x threads", unit="job",
-                   file=sys.stderr)
-        order = list(jobs)
-        for r in range(repeats):
-            for p in order[r % 2:] + order[: r % 2]:
-                figs = run_job(p, jobs[p], keep, args.quick, names, r)
-                available.update(figs["available"])
-                for name, by in figs["times"].items():
-                    for lay, t in by.items():
-                        times[name].setdefault(lay, []).append(t)
-                bar.update()
-        bar.close()
+        print("starting the 1-rank and 2-rank jobs (kernels set up and warmed) ...",
+              file=sys.stderr, flush=True)
+        jobs: dict[int, Job] = {}
+        try:
+            for p, ts in threads_of.items():  # one after the other: the warm-ups apart
+                jobs[p] = Job(server, p, ts, keep, args.quick, names, not args.no_fair_share)
+                jobs[p].connect(server)
+                setups[p] = jobs[p].hello["setup"]
+                available.update(jobs[p].hello["available"])
+            live = [n for n in names if available.get(n)]
+            bar = tqdm(total=repeats * len(live), desc="ranks x threads", unit="kernel",
+                       file=sys.stderr)
+            for r in range(repeats):
+                for name in live[r % max(len(live), 1):] + live[:r % max(len(live), 1)]:
+                    walls, cpus, named = measure(jobs, layouts, name, args.calls,
+                                                 args.min_time, r == 0, r)
+                    for step, secs in named.items():
+                        steps.setdefault(name, {}).setdefault(step, []).append(
+                            statistics.median(secs))
+                    calls[name].append(min(len(w) for w in walls.values()))
+                    for lay in walls:  # the round's figure: the median of its calls
+                        times[name].setdefault(lay, []).append(statistics.median(walls[lay]))
+                        cpu[name].setdefault(lay, []).append(statistics.median(cpus[lay]))
+                    bar.update()
+            bar.close()
+        finally:
+            for job in jobs.values():
+                job.close()
         for name in names:
             if available.get(name):
                 checks[name] = check(name, keep, ["1x2", "2x1"], name != "back_project")
     rows = {n: {lay: statistics.median(v) for lay, v in times[n].items()}
             for n in names if available.get(n)}
+    use = {n: {lay: statistics.median(c) / rows[n][lay] for lay, c in cpu[n].items()}
+           for n in rows}
     load = os.getloadavg()
-    print(f"\nranks x threads: the same data, medians of {repeats} interleaved rounds "
+    print()
+    for p, info in sorted(setups.items()):
+        ranks = "; ".join(f"rank {i}: CPUs {r['cpus']}, PARVOX_THREADS={r['PARVOX_THREADS']}, "
+                          f"NUMBA_NUM_THREADS={r['NUMBA_NUM_THREADS']}"
+                          for i, r in enumerate(info["ranks"]))
+        nice = info.get("autogroup_nice")
+        share = ("" if nice is None else f"; each rank in an autogroup of its own, its nice "
+                 f"raised to {nice} (the ranks together get one process's CPU share)")
+        print(f"set-up, {p}-rank job (load {info['load']:.1f} at its start): {ranks}{share}")
+    print(f"ranks x threads: the same data; per round the median of >= {args.calls} timed calls "
+          f"(>= {args.min_time:g} s) per layout, interleaved; medians of {repeats} rounds "
           f"(seconds); {os.cpu_count()} cores, load {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}; "
           f"{'quick' if args.quick else 'full'} sizes; {time.perf_counter() - start:.0f} s")
-    head = (f"{'kernel':<24}{'1x1':>8}{'1x2':>8}{'2x1':>8}{'1x2 speed-up':>14}"
-            f"{'2x1 speed-up':>14}{'1x2/2x1':>9}  same result")
+    print("cores busy = CPU time of all ranks and threads / wall time (2.0: both cores all "
+          "the time)")
+    head = (f"{'kernel':<24}{'calls':>6}{'1x1':>8}{'1x2':>8}{'2x1':>8}{'1x2 speed-up':>14}"
+            f"{'2x1 speed-up':>14}{'cores busy 1x2/2x1':>20}{'1x2/2x1':>9}  same result")
     print(head)
     print("-" * len(head))
     for name in names:
@@ -447,9 +673,19 @@ def main() -> None:
             print(f"{name:<24}not available (no thread keyword in this build)")
             continue
         t = rows[name]
-        print(f"{name:<24}{t['1x1']:>8.3f}{t['1x2']:>8.3f}{t['2x1']:>8.3f}"
-              f"{t['1x1'] / t['1x2']:>14.2f}{t['1x1'] / t['2x1']:>14.2f}"
+        busy = f"{use[name]['1x2']:.2f}/{use[name]['2x1']:.2f}"
+        print(f"{name:<24}{statistics.median(calls[name]):>6.0f}{t['1x1']:>8.3f}"
+              f"{t['1x2']:>8.3f}{t['2x1']:>8.3f}"
+              f"{t['1x1'] / t['1x2']:>14.2f}{t['1x1'] / t['2x1']:>14.2f}{busy:>20}"
               f"{t['1x2'] / t['2x1']:>9.3f}  {'yes' if checks[name] else 'NO'}")
+    for name, by in steps.items():
+        for step, secs in by.items():
+            lay, what = step.split(" ", 1)
+            print(f"  {name} {lay}: of which {what} {statistics.median(secs):.3f} s "
+                  f"({statistics.median(secs) / rows[name][lay]:.0%})")
+    if load[0] > (os.cpu_count() or 1) - 0.5:
+        print(f"warning: load {load[0]:.1f} on {os.cpu_count()} cores: other work took cores "
+              "from these runs (cores busy < 2); the ratios are noisy, rerun when quiet")
     figures: dict[int, Any] = {}
     if not args.no_osem:
         print()

@@ -90,3 +90,22 @@ def test_runs_paint_the_shell_only_and_through_a_map() -> None:
             out = np.empty(a.shape, np.float32)
             runs.paint(out, lut)
             np.testing.assert_array_equal(out, lut[want])
+
+
+def test_components_across_every_part_keep_scipys_numbers() -> None:
+    """Components that wind through all parts (the numbering runs in place in the union-find,
+    the parts reading each other's roots): scipy's labels and first pixels at 2-5 threads."""
+    rng = np.random.default_rng(8)
+    st = ndi.generate_binary_structure(3, 1)
+    for density in (0.35, 0.55, 0.7):
+        a = ndi.uniform_filter(rng.random((23, 17, 29)), 3) > 1 - density
+        want, nw = ndi.label(a, st)
+        for threads in (2, 3, 5):
+            out = np.full(a.shape, -1, np.int32)
+            with ThreadTeam(threads) as team:
+                runs = label_runs(a, st, team)
+                runs.paint(out)
+            assert runs.n == nw
+            np.testing.assert_array_equal(out, want)
+            flat = want.ravel()
+            assert runs.first.tolist() == [int(np.argmax(flat == k)) for k in range(1, nw + 1)]

@@ -21,8 +21,10 @@ of rows) and every step runs per part on its own thread: the runs of a part are 
 and joined among themselves (their union-find nodes are the part's own, so the threads share
 nothing they write); then, on one thread, the rows of each part that touch the part before it
 (its first plane, or first row) are joined with that part's rows by the same union, across
-the *seam*; then the parts count and number their roots (a running offset over the parts
-gives scipy's numbers) and give their runs the numbers; :meth:`Runs.paint` writes the parts
+the *seam*; then the parts point their runs at their roots and count them, number them (a
+running offset over the parts gives scipy's numbers) and give their runs the numbers, all in
+place in the union-find array, as on one thread (a new array of labels would cost its page
+faults on every call: as much as the numbering itself); :meth:`Runs.paint` writes the parts
 at once too. The smaller run still wins every union, so the result is the one-thread result,
 numbering included.
 
@@ -186,14 +188,15 @@ def label_runs(a: np.ndarray, st: np.ndarray, team: ThreadTeam | None = None) ->
     for k in range(1, nparts):  # the seams, in order, on this thread
         _join_rows(table, ny, b[k], min(b[k] + ny + 1, b[k + 1]), 0, b[k], row_start, rs, re,
                    parent)
-    roots = each(lambda k: _count_roots(parent, starts[k], starts[k + 1]))
+    # the numbering, in place in ``parent`` (as on one thread: no array of labels to map in)
+    roots = each(lambda k: _to_roots(parent, starts[k], starts[k + 1]))
     base = [0, *itertools.accumulate(roots)]
-    lab = np.empty(starts[-1], np.int64)
     first = np.empty(base[-1], np.int64)
     each(lambda k: _number_roots(a3.shape[2], b[k], b[k + 1], base[k], row_start, rs, parent,
-                                 lab, first))
-    each(lambda k: _label_runs(starts[k], starts[k + 1], parent, lab))
-    return Runs(base[-1], first, shape, b, row_start, rs, re, lab, team)
+                                 first))
+    each(lambda k: _label_runs(starts[k], starts[k + 1], parent))
+    each(lambda k: _positive(starts[k], starts[k + 1], parent))
+    return Runs(base[-1], first, shape, b, row_start, rs, re, parent, team)
 
 
 def label_block(
@@ -311,10 +314,18 @@ def _runs_and_joins(
 
 
 @numba.njit(nogil=True, cache=True)
-def _count_roots(parent: np.ndarray, lo: int, hi: int) -> int:  # pragma: no cover
+def _to_roots(parent: np.ndarray, lo: int, hi: int) -> int:  # pragma: no cover - compiled
+    """Point runs ``lo .. hi - 1`` straight at their roots; the number of roots among them.
+
+    Threads run it at once on their parts: a run's root may lie in an earlier part, whose
+    thread is rewriting its entries, but every entry only ever points at an ancestor of its
+    run (its parent, or its root), so every walk ends at the same root.
+    """
     n = 0
     for r in range(lo, hi):
-        n += parent[r] == r
+        root = _root(parent, r)
+        parent[r] = root
+        n += root == r
     return n
 
 
@@ -329,24 +340,34 @@ def _root(parent: np.ndarray, r: int) -> int:  # pragma: no cover - compiled
 @numba.njit(nogil=True, cache=True)
 def _number_roots(
     nx: int, r0: int, r1: int, n: int, row_start: np.ndarray, rs: np.ndarray,
-    parent: np.ndarray, lab: np.ndarray, first: np.ndarray,
+    parent: np.ndarray, first: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
-    """Number the roots among the runs of rows ``r0 .. r1 - 1`` from ``n + 1`` on."""
+    """Number the roots among the runs of rows ``r0 .. r1 - 1`` from ``n + 1`` on, in place:
+    a root's entry becomes ``-number`` (the runs point straight at their roots,
+    :func:`_to_roots`; the entries of the other runs are left as they are)."""
     for row in range(r0, r1):
         for r in range(row_start[row], row_start[row + 1]):
             if parent[r] == r:
                 first[n] = row * nx + rs[r]
                 n += 1
-                lab[r] = n
+                parent[r] = -n
 
 
 @numba.njit(nogil=True, cache=True)
-def _label_runs(lo: int, hi: int, parent: np.ndarray, lab: np.ndarray) -> None:  # pragma: no cover
-    """Give runs ``lo .. hi - 1`` their root's number (the roots numbered)."""
+def _label_runs(lo: int, hi: int, parent: np.ndarray) -> None:  # pragma: no cover
+    """Give runs ``lo .. hi - 1`` their root's number (:func:`_number_roots` done on every
+    part): the entries of the roots, read across parts, are ``-number`` until every part has
+    read them, so the numbers are negative here, made positive by :func:`_positive`."""
     for r in range(lo, hi):
-        root = _root(parent, r)
-        if root != r:
-            lab[r] = lab[root]
+        p = parent[r]
+        if p >= 0:
+            parent[r] = parent[p]
+
+
+@numba.njit(nogil=True, cache=True)
+def _positive(lo: int, hi: int, parent: np.ndarray) -> None:  # pragma: no cover - compiled
+    for r in range(lo, hi):
+        parent[r] = -parent[r]
 
 
 @numba.njit(nogil=True, cache=True)
