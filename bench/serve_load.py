@@ -9,13 +9,14 @@ engine's slices/s):
   HTTP, merge and encoding included;
 - **the engine**: :class:`parvox.slicing.SliceEngine` at the same rank count, alone on the
   machine afterwards (the server stopped), extracting the same planes one after the other:
-  no HTTP, no encoding; the rate is the slices of one timed pass per second of its wall time.
+  no HTTP, no encoding; the rate is the slices of its timed passes over the planes (for
+  ``--engine-seconds``, 2 s) per second of their wall time.
 
 With ``--planes warm`` (the default, and ``--quick``) the planes are ``bench/slicing.py``'s
 warm case, the engine target's: ``--nplanes`` 512x512 zoom-1 slices orthogonal to the volume's
 main diagonal, one voxel apart around its middle. Both sides are warm: the server answers
 one untimed pass over the planes before the clients start (each client then cycles through
-them from its own offset), the engine makes one untimed pass before its timed one, so every
+them from its own offset), the engine makes one untimed pass before its timed ones, so every
 extent comes from the ranks' caches. ``--quick`` loads ``bench/slicing.py --quick``'s volume
 (the RGB phantom, 320x416x672, 4 disks; built once under ``--workdir`` and kept) for 5 s.
 ``--planes browse`` has each client step along the main diagonal from its own start (the
@@ -236,9 +237,10 @@ async def warm_up(url: str, make, queries: list[str], clients: int) -> int:
 
 
 # -- the engine alone ------------------------------------------------------------------------
-def engine_worker(store: str, queries: str, result: str) -> None:
-    """Under mpiexec: one untimed pass over the queries' planes, then one timed pass; rank 0
-    writes the rate and the median slice's time."""
+def engine_worker(store: str, queries: str, result: str, seconds: float) -> None:
+    """Under mpiexec: one untimed pass over the queries' planes, then timed passes until
+    ``seconds`` have passed (at least one); rank 0 writes the rate and the median slice's
+    time."""
     from mpi4py import MPI
 
     from parvox.slicing import SliceEngine
@@ -249,23 +251,27 @@ def engine_worker(store: str, queries: str, result: str) -> None:
         ps = [query_plane(q, eng.source.meta.spacing) for q in qs]
         for p in ps:  # compiled kernels, threads, the extent caches
             eng.extract(p)
-        times = []
+        times: list[float] = []
         comm.Barrier()
         t0 = time.perf_counter()
-        for p in ps:
-            t1 = time.perf_counter()
-            eng.extract(p)
-            times.append(time.perf_counter() - t1)
+        more = True
+        while more:
+            for p in ps:
+                t1 = time.perf_counter()
+                eng.extract(p)
+                times.append(time.perf_counter() - t1)
+            more = comm.bcast(time.perf_counter() - t0 < seconds, root=0)
         comm.Barrier()
         dt = time.perf_counter() - t0
     if comm.Get_rank() == 0:
-        Path(result).write_text(json.dumps({"slices": len(ps), "seconds": dt,
+        Path(result).write_text(json.dumps({"slices": len(times), "seconds": dt,
                                             "median": float(np.median(times))}))
 
 
-def engine_rate(store: str, nprocs: int, queries: list[str]) -> tuple[float, float]:
-    """Slices/s of the engine alone on ``queries`` at ``nprocs`` ranks (warm): the timed
-    pass's, and one over the median slice's time."""
+def engine_rate(store: str, nprocs: int, queries: list[str],
+                seconds: float) -> tuple[float, float]:
+    """Slices/s of the engine alone on ``queries`` at ``nprocs`` ranks (warm, passes over
+    them for ``seconds``): over the timed passes, and one over the median slice's time."""
     import subprocess
 
     from parvox.launch import launch_command
@@ -273,7 +279,8 @@ def engine_rate(store: str, nprocs: int, queries: list[str]) -> tuple[float, flo
     work = Path(tempfile.mkdtemp(prefix="parvox-engine-"))
     (work / "q.json").write_text(json.dumps(queries))
     argv = [str(Path(__file__).resolve()), "--engine-worker", "--store", store,
-            "--queries", str(work / "q.json"), "--result", str(work / "r.json")]
+            "--queries", str(work / "q.json"), "--result", str(work / "r.json"),
+            "--engine-seconds", str(seconds)]
     subprocess.run(launch_command(nprocs, argv), check=True)
     r = json.loads((work / "r.json").read_text())
     return r["slices"] / r["seconds"], 1.0 / r["median"]
@@ -355,6 +362,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--engine-slices", type=int, default=200,
                     help="planes (of those answered) the engine-only run extracts with "
                          "--planes browse/random; 0: no engine run (any --planes)")
+    ap.add_argument("--engine-seconds", type=float, default=2.0,
+                    help="the engine's timed passes over the planes last this long (at "
+                         "least one pass)")
     ap.add_argument("--engine-worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--queries", help=argparse.SUPPRESS)
     ap.add_argument("--result", help=argparse.SUPPRESS)
@@ -366,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.engine_slices < 0:
         ap.error(f"argument --engine-slices: must be >= 0, got {args.engine_slices}")
     if args.engine_worker:
-        engine_worker(args.store, args.queries, args.result)
+        engine_worker(args.store, args.queries, args.result, args.engine_seconds)
         return 0
     if args.quick:
         args.seconds = min(args.seconds, 5.0)
@@ -434,9 +444,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"engine only: not measured ({why})")
         print("ratio: server/engine slices per s = nan")
     else:
-        rate, median = engine_rate(args.store, nranks, queries)
+        rate, median = engine_rate(args.store, nranks, queries, args.engine_seconds)
         print(f"engine only, the same {len(queries)} planes at {nranks} ranks, warm, one at a "
-              f"time: {rate:.1f} slices/s ({median:.1f} by the median slice)")
+              f"time: {rate:.1f} slices/s ({median:.1f} by the median slice), load average "
+              f"{os.getloadavg()[0]:.1f}")
+        print(f"compared: the server's answered {args.format} slices/s (HTTP, merge and "
+              "encoding included) against the engine's slices/s over its timed passes")
         print(f"ratio: server/engine slices per s = {served / rate:.3f}")
     print(f"errors: {errors}")
     return 0 if errors == 0 else 1
