@@ -56,8 +56,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: ``bench/slicing.py --quick``'s volume: the RGB phantom's shape and disks
-QUICK_SHAPE = (320, 416, 672)
+#: disks of ``bench/slicing.py --quick``'s store (its default ``--disks``)
 QUICK_DISKS = 4
 
 
@@ -312,19 +311,10 @@ def start_server(store: str, nprocs: int, extra: list[str] | None = None):
 
 def quick_store(workdir: Path) -> str:
     """``bench/slicing.py --quick``'s store under ``workdir`` (built once, then reused)."""
-    from parvox.volume import Phantom, VolumeStore, ingest
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from slicing import build_store, volume_shape
 
-    store = workdir / "store"
-    try:
-        ok = VolumeStore(store).meta.shape == QUICK_SHAPE
-    except Exception:
-        ok = False
-    if not ok:
-        print(f"building the store {store} (RGB phantom {QUICK_SHAPE}, {QUICK_DISKS} disks) ...")
-        workdir.mkdir(parents=True, exist_ok=True)
-        ingest(Phantom(QUICK_SHAPE, rgb=True), store, ndisks=QUICK_DISKS, overwrite=True,
-               progress=True)
-    return str(store)
+    return str(build_store(workdir, volume_shape(quick=True), QUICK_DISKS))
 
 
 def get_json(url: str) -> dict:
