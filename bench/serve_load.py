@@ -8,9 +8,11 @@ engine's slices/s):
   shows at rest) for ``--seconds``; the rate is the answered slices per second of wall time,
   HTTP, merge and encoding included;
 - **the engine**: :class:`parvox.slicing.SliceEngine` at the same rank count, alone on the
-  machine afterwards (the server stopped), extracting the same planes one after the other:
-  no HTTP, no encoding; the rate is the slices of its timed passes over the planes (for
-  ``--engine-seconds``, 2 s) per second of their wall time.
+  machine (before the server starts and after it stopped), extracting the same planes one
+  after the other: no HTTP, no encoding; the rate is the slices of its timed passes over the
+  planes (for ``--engine-seconds``, 2 s) per second of their wall time, the mean of the run
+  before and the run after the server (on a shared machine the load drifts in between; with
+  ``--planes browse/random`` or ``--url`` only the run after).
 
 With ``--planes warm`` (the default, and ``--quick``) the planes are ``bench/slicing.py``'s
 warm case, the engine target's: ``--nplanes`` 512x512 zoom-1 slices orthogonal to the volume's
@@ -373,9 +375,16 @@ def main(argv: list[str] | None = None) -> int:
         if args.store is None and args.url is None:
             args.store = quick_store(Path(args.workdir))
     server = None
+    first: list[float] = []  # the engine's rate before the server (warm planes, -n ranks)
     if args.url is None:
         if args.store is None:
             ap.error("give --url, --store or --quick")
+        if args.planes == "warm" and args.engine_slices:
+            from parvox.volume import VolumeStore
+
+            shape = VolumeStore(args.store).meta.shape
+            first.append(engine_rate(args.store, args.n, warm_queries(
+                shape, args.nplanes, args.size, args.format), args.engine_seconds)[0])
         server = start_server(args.store, args.n, args.serve_args.split())
         args.url = server.url
     make = CLIENTS[args.client]
@@ -434,12 +443,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"engine only: not measured ({why})")
         print("ratio: server/engine slices per s = nan")
     else:
-        rate, median = engine_rate(args.store, nranks, queries, args.engine_seconds)
+        last, median = engine_rate(args.store, nranks, queries, args.engine_seconds)
+        rate = float(np.mean([*first, last]))
+        runs = (f"{first[0]:.1f} before the server, {last:.1f} after it ({median:.1f} by its "
+                f"median slice)" if first else f"{last:.1f} ({median:.1f} by the median slice)")
         print(f"engine only, the same {len(queries)} planes at {nranks} ranks, warm, one at a "
-              f"time: {rate:.1f} slices/s ({median:.1f} by the median slice), load average "
-              f"{os.getloadavg()[0]:.1f}")
+              f"time: {rate:.1f} slices/s; {runs}; load average {os.getloadavg()[0]:.1f}")
         print(f"compared: the server's answered {args.format} slices/s (HTTP, merge and "
-              "encoding included) against the engine's slices/s over its timed passes")
+              "encoding included) against the engine's slices/s over its timed passes"
+              f"{' (the mean of its runs before and after the server)' if first else ''}")
         print(f"ratio: server/engine slices per s = {served / rate:.3f}")
     print(f"errors: {errors}")
     return 0 if errors == 0 else 1
