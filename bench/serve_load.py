@@ -1,18 +1,45 @@
-"""Load test of the slice server: N concurrent clients for T seconds, random oblique planes.
+"""Load test of the slice server against the slice engine: N clients for T seconds, same planes.
+
+What the ``ratio:`` line compares (issue 29, target 6: the server delivers at least 0.9x the
+engine's slices/s):
+
+- **the server**: ``parvox serve`` at ``-n`` ranks (2 by default), ``--clients`` concurrent
+  HTTP/1.1 keep-alive clients requesting ``GET /api/slice`` (PNG by default, what the viewer
+  shows at rest) for ``--seconds``; the rate is the answered slices per second of wall time,
+  HTTP, merge and encoding included;
+- **the engine**: :class:`parvox.slicing.SliceEngine` at the same rank count, alone on the
+  machine (before the server starts and after it stopped), extracting the same planes one
+  after the other: no HTTP, no encoding; the rate is the slices of its timed passes over the
+  planes (for ``--engine-seconds``, 2 s) per second of their wall time, the mean of the run
+  before and the run after the server (on a shared machine the load drifts in between; with
+  ``--planes browse/random`` or ``--url`` only the run after).
+
+With ``--planes warm`` (the default, and ``--quick``) the planes are ``bench/slicing.py``'s
+warm case, the engine target's: ``--nplanes`` 512x512 zoom-1 slices orthogonal to the volume's
+main diagonal, one voxel apart around its middle. Both sides are warm: the server answers
+one untimed pass over the planes before the clients start (each client then cycles through
+them from its own offset), the engine makes one untimed pass before its timed ones, so every
+extent comes from the ranks' caches. ``--quick`` loads ``bench/slicing.py --quick``'s volume
+(the RGB phantom, 320x416x672, 4 disks; built once under ``--workdir`` and kept) for 5 s.
+``--planes browse`` has each client step along the main diagonal from its own start (the
+seed's browsing experiment), ``--planes random`` requests random oblique planes; in those two
+the engine extracts the first ``--engine-slices`` planes answered, with one untimed pass too.
+
+The clients are ``--client raw`` (default): a minimal asyncio HTTP/1.1 client (one keep-alive
+connection each, ``Content-Length`` bodies, about 0.1 ms of CPU per request), so the load
+generator takes little of the cores the server runs on; ``--client httpx`` uses httpx.
 
 Usage::
 
-    python bench/serve_load.py --url http://127.0.0.1:8000          # a running server
-    python bench/serve_load.py --store STORE -n 4                    # start one, then load it
-    python bench/serve_load.py --quick                               # small store, 2 ranks, 5 s
-    python bench/serve_load.py --url ... --clients 1 --browse --size 512   # the seed's browsing
+    python bench/serve_load.py --quick                        # 2 ranks, 512^2 warm PNG, 5 s
+    python bench/serve_load.py --store STORE -n 2 --seconds 20     # start a server, load it
+    python bench/serve_load.py --url http://127.0.0.1:8000 --planes random --size 256
 
-Prints a table (requests, requests/s, latency p50/p99, MB/s, busy answers, errors), the minor
-page faults per slice and CPU time of each rank on this host during the load, then the
-engine-only rate of the same planes (``parvox.slicing.SliceEngine`` at the same rank count,
-one slice after the other, no HTTP and no encoding; needs ``--store``), the line
-``ratio: server/engine slices per s = X`` and, last, ``errors: K`` (``errors: 0`` when every
-request got its slice).
+Prints a table (requests, requests/s, latency p50/p99, MB/s, busy answers, errors, cache hit
+rate), the CPU seconds of the client process and of each rank on this host during the load
+(and minor page faults per slice), the engine-only rate of the same planes (needs ``--store``),
+the line ``ratio: server/engine slices per s = X`` and, last, ``errors: K`` (``errors: 0``
+when every request got its slice).
 """
 
 from __future__ import annotations
@@ -20,83 +47,201 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
-import httpx
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 
+#: disks of ``bench/slicing.py --quick``'s store (its default ``--disks``)
+QUICK_DISKS = 4
 
-def random_query(rng: np.random.Generator, shape: list[int], size: int, fmt: str) -> str:
+
+# -- the planes ------------------------------------------------------------------------------
+def plane_query(center, normal, size: int, fmt: str) -> str:
+    """The ``/api/slice`` query of the plane through ``center`` normal to ``normal`` (numbers
+    written exactly, so the server and the engine cut the same plane)."""
+    c = ",".join(repr(float(x)) for x in center)
+    n = ",".join(repr(float(x)) for x in normal)
+    return f"center={c}&normal={n}&size={size},{size}&format={fmt}"
+
+
+def warm_queries(shape, nplanes: int, size: int, fmt: str) -> list[str]:
+    """``bench/slicing.py``'s warm planes: orthogonal to the main diagonal, one voxel apart
+    around its middle (``browse_planes`` there)."""
+    diag = np.asarray(shape, dtype=float) - 1
+    unit = diag / np.linalg.norm(diag)
+    steps = np.arange(nplanes) - (nplanes - 1) / 2
+    return [plane_query(diag / 2 + k * unit, diag, size, fmt) for k in steps]
+
+
+def random_query(rng: np.random.Generator, shape, size: int, fmt: str) -> str:
     """A random oblique plane through the inner part of the volume."""
     c = rng.uniform(0.25, 0.75, 3) * (np.asarray(shape) - 1)
-    n = rng.normal(size=3)
-    return (f"center={c[0]:.2f},{c[1]:.2f},{c[2]:.2f}&normal={n[0]:.4f},{n[1]:.4f},{n[2]:.4f}"
-            f"&size={size},{size}&format={fmt}")
+    return plane_query(np.round(c, 2), np.round(rng.normal(size=3), 4), size, fmt)
 
 
-def browse_query(k: int, shape: list[int], size: int, fmt: str) -> str:
+def browse_query(k: int, shape, size: int, fmt: str) -> str:
     """Slice ``k`` of a walk along the main diagonal, orthogonal to it (the seed's browsing
     experiment): successive slices one voxel apart, wrapping around."""
     shp = np.asarray(shape, dtype=np.float64) - 1
     t = 0.25 + 0.5 * ((k * 1.0 / np.linalg.norm(shp)) % 1.0)
-    c = t * shp
-    return (f"center={c[0]:.2f},{c[1]:.2f},{c[2]:.2f}&normal={shp[0]:.1f},{shp[1]:.1f},"
-            f"{shp[2]:.1f}&size={size},{size}&format={fmt}")
-
-
-async def client(url: str, shape: list[int], size: int, fmt: str, seed: int, until: float,
-                 out: list[tuple[float, int, int, str]], browse: bool = False) -> None:
-    rng = np.random.default_rng(seed)
-    k = seed * 1000
-    async with httpx.AsyncClient(base_url=url, timeout=120) as http:
-        while time.perf_counter() < until:
-            t0 = time.perf_counter()
-            k += 1
-            q = browse_query(k, shape, size, fmt) if browse else random_query(rng, shape, size, fmt)
-            try:
-                r = await http.get("/api/slice?" + q)
-                out.append((time.perf_counter() - t0, r.status_code, len(r.content), q))
-            except httpx.HTTPError:
-                out.append((time.perf_counter() - t0, -1, 0, q))
-
-
-async def load(url: str, clients: int, seconds: float, size: int, fmt: str,
-               browse: bool = False) -> list:
-    info = httpx.get(url + "/api/info", timeout=60).json()
-    out: list[tuple[float, int, int, str]] = []
-    until = time.perf_counter() + seconds
-    tasks = [client(url, info["shape"], size, fmt, k, until, out, browse) for k in range(clients)]
-
-    async def progress() -> None:
-        from tqdm import tqdm
-
-        with tqdm(total=int(seconds), unit="s", desc="load", leave=False) as bar:
-            while time.perf_counter() < until:
-                await asyncio.sleep(1)
-                bar.update(1)
-                bar.set_postfix(requests=len(out))
-
-    await asyncio.gather(progress(), *tasks)
-    return out
+    return plane_query(np.round(t * shp, 2), shp, size, fmt)
 
 
 def query_plane(q: str, spacing):
-    """The :class:`~parvox.slicing.Plane` of a slice query (center, normal, size)."""
-    from parvox.slicing import Plane
+    """The :class:`~parvox.slicing.Plane` of a slice query, parsed as the server parses it."""
+    from parvox.slicing.params import parse_plane
 
-    kv = dict(part.split("=", 1) for part in q.split("&"))
-    vec = [tuple(float(x) for x in kv[k].split(",")) for k in ("center", "normal", "size")]
-    size = (int(vec[2][0]), int(vec[2][1]))
-    return Plane.from_normal(vec[0], vec[1], size, spacing=spacing)
+    return parse_plane(dict(part.split("=", 1) for part in q.split("&")), spacing)
 
 
-def engine_worker(store: str, queries: str, result: str) -> None:
-    """Under mpiexec: extract the queries' planes one after the other; rank 0 writes the rate."""
+# -- the clients -----------------------------------------------------------------------------
+class RawClient:
+    """One HTTP/1.1 keep-alive connection, bare asyncio streams: ``GET`` and read a
+    ``Content-Length`` body (what the server sends); reconnects after an error or a
+    ``Connection: close``."""
+
+    def __init__(self, url: str) -> None:
+        parts = urlsplit(url)
+        self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 80
+        self.streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+
+    async def get(self, path: str) -> tuple[int, bytes]:
+        """``(status, body)`` of ``GET path``; OSError/ValueError on a broken answer."""
+        if self.streams is None:
+            self.streams = await asyncio.open_connection(self.host, self.port)
+        reader, writer = self.streams
+        try:
+            writer.write(f"GET {path} HTTP/1.1\r\nHost: {self.host}\r\n\r\n".encode("latin-1"))
+            head = await reader.readuntil(b"\r\n\r\n")
+            lines = head.decode("latin-1").split("\r\n")
+            status = int(lines[0].split(" ", 2)[1])
+            fields = dict(line.split(":", 1) for line in lines[1:] if ":" in line)
+            fields = {k.strip().lower(): v.strip() for k, v in fields.items()}
+            body = await reader.readexactly(int(fields["content-length"]))
+        except (OSError, ValueError, KeyError, IndexError, asyncio.IncompleteReadError) as exc:
+            await self.close()
+            raise OSError(f"GET {path}: {exc!r}") from exc
+        if fields.get("connection", "").lower() == "close":
+            await self.close()
+        return status, body
+
+    async def close(self) -> None:
+        if self.streams is not None:
+            writer = self.streams[1]
+            self.streams = None
+            writer.close()
+            try:
+                await writer.wait_closed()
+            except OSError:
+                pass
+
+
+class HttpxClient:
+    """The same interface on httpx (about ten times the client CPU per request)."""
+
+    def __init__(self, url: str) -> None:
+        import httpx
+
+        self.http = httpx.AsyncClient(base_url=url, timeout=120)
+
+    async def get(self, path: str) -> tuple[int, bytes]:
+        import httpx
+
+        try:
+            r = await self.http.get(path)
+        except httpx.HTTPError as exc:
+            raise OSError(f"GET {path}: {exc!r}") from exc
+        return r.status_code, r.content
+
+    async def close(self) -> None:
+        await self.http.aclose()
+
+
+CLIENTS = {"raw": RawClient, "httpx": HttpxClient}
+
+
+async def client(make, queries, until: float, out: list[tuple[float, int, int, str]]) -> None:
+    """Request ``next(queries)`` until ``until``; record (seconds, status, bytes, query)."""
+    http = make()
+    try:
+        while time.perf_counter() < until:
+            q = next(queries)
+            t0 = time.perf_counter()
+            try:
+                status, body = await http.get("/api/slice?" + q)
+                out.append((time.perf_counter() - t0, status, len(body), q))
+            except OSError:
+                out.append((time.perf_counter() - t0, -1, 0, q))
+    finally:
+        await http.close()
+
+
+def query_streams(planes: str, shape, size: int, fmt: str, clients: int, nplanes: int):
+    """One endless iterator of queries per client."""
+    import itertools
+
+    if planes == "warm":
+        qs = warm_queries(shape, nplanes, size, fmt)
+        return [itertools.islice(itertools.cycle(qs), (k * len(qs)) // clients, None)
+                for k in range(clients)]
+    if planes == "browse":
+        return [(browse_query(k * 1000 + i, shape, size, fmt) for i in itertools.count(1))
+                for k in range(clients)]
+    return [(random_query(rng, shape, size, fmt) for _ in itertools.count())
+            for rng in (np.random.default_rng(k) for k in range(clients))]
+
+
+async def load(url: str, make, streams, seconds: float, progress: bool = True) -> list:
+    """Run one client per stream for ``seconds``; every answer, in the order they came."""
+    out: list[tuple[float, int, int, str]] = []
+    until = time.perf_counter() + seconds
+    tasks = [client(make, s, until, out) for s in streams]
+
+    async def bar() -> None:
+        from tqdm import tqdm
+
+        with tqdm(total=int(seconds), unit="s", desc="load", leave=False) as b:
+            while time.perf_counter() < until:
+                await asyncio.sleep(1)
+                b.update(1)
+                b.set_postfix(requests=len(out))
+
+    await asyncio.gather(*([bar()] if progress else []), *tasks)
+    return out
+
+
+async def warm_up(url: str, make, queries: list[str], clients: int) -> int:
+    """Request every query once (``clients`` at a time); the failures."""
+    out: list[tuple[float, int, int, str]] = []
+
+    async def one(chunk: list[str]) -> None:
+        http = make()
+        try:
+            for q in chunk:
+                try:
+                    status, body = await http.get("/api/slice?" + q)
+                    out.append((0.0, status, len(body), q))
+                except OSError:
+                    out.append((0.0, -1, 0, q))
+        finally:
+            await http.close()
+
+    await asyncio.gather(*(one(queries[k::clients]) for k in range(clients)))
+    return sum(1 for o in out if o[1] != 200)
+
+
+# -- the engine alone ------------------------------------------------------------------------
+def engine_worker(store: str, queries: str, result: str, seconds: float) -> None:
+    """Under mpiexec: one untimed pass over the queries' planes, then timed passes until
+    ``seconds`` have passed (at least one); rank 0 writes the rate and the median slice's
+    time."""
     from mpi4py import MPI
 
     from parvox.slicing import SliceEngine
@@ -105,19 +250,29 @@ def engine_worker(store: str, queries: str, result: str) -> None:
     qs = json.loads(Path(queries).read_text())
     with SliceEngine(store) as eng:
         ps = [query_plane(q, eng.source.meta.spacing) for q in qs]
-        eng.extract(ps[0])  # compiled kernels, threads
+        for p in ps:  # compiled kernels, threads, the extent caches
+            eng.extract(p)
+        times: list[float] = []
         comm.Barrier()
         t0 = time.perf_counter()
-        for p in ps:
-            eng.extract(p)
+        more = True
+        while more:
+            for p in ps:
+                t1 = time.perf_counter()
+                eng.extract(p)
+                times.append(time.perf_counter() - t1)
+            more = comm.bcast(time.perf_counter() - t0 < seconds, root=0)
         comm.Barrier()
         dt = time.perf_counter() - t0
     if comm.Get_rank() == 0:
-        Path(result).write_text(json.dumps({"slices": len(ps), "seconds": dt}))
+        Path(result).write_text(json.dumps({"slices": len(times), "seconds": dt,
+                                            "median": float(np.median(times))}))
 
 
-def engine_rate(store: str, nprocs: int, queries: list[str]) -> float:
-    """Slices/s of the engine alone on ``queries`` at ``nprocs`` ranks."""
+def engine_rate(store: str, nprocs: int, queries: list[str],
+                seconds: float) -> tuple[float, float]:
+    """Slices/s of the engine alone on ``queries`` at ``nprocs`` ranks (warm, passes over
+    them for ``seconds``): over the timed passes, and one over the median slice's time."""
     import subprocess
 
     from parvox.launch import launch_command
@@ -125,17 +280,17 @@ def engine_rate(store: str, nprocs: int, queries: list[str]) -> float:
     work = Path(tempfile.mkdtemp(prefix="parvox-engine-"))
     (work / "q.json").write_text(json.dumps(queries))
     argv = [str(Path(__file__).resolve()), "--engine-worker", "--store", store,
-            "--queries", str(work / "q.json"), "--result", str(work / "r.json")]
+            "--queries", str(work / "q.json"), "--result", str(work / "r.json"),
+            "--engine-seconds", str(seconds)]
     subprocess.run(launch_command(nprocs, argv), check=True)
     r = json.loads((work / "r.json").read_text())
-    return r["slices"] / r["seconds"]
+    return r["slices"] / r["seconds"], 1.0 / r["median"]
 
 
+# -- the server ------------------------------------------------------------------------------
 def rank_counters(pids: list[int]) -> list[tuple[int, float, float]] | None:
     """``(minor faults, user s, system s)`` of each local rank process (``/proc``); ``None``
     where a rank cannot be read (another host, not Linux)."""
-    import os
-
     tick = os.sysconf("SC_CLK_TCK")
     out = []
     for pid in pids:
@@ -156,6 +311,20 @@ def start_server(store: str, nprocs: int, extra: list[str] | None = None):
                   logdir=tempfile.mkdtemp(prefix="parvox-load-")).wait_ready()
 
 
+def quick_store(workdir: Path) -> str:
+    """``bench/slicing.py --quick``'s store under ``workdir`` (built once, then reused)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from slicing import build_store, volume_shape
+
+    return str(build_store(workdir, volume_shape(quick=True), QUICK_DISKS))
+
+
+def get_json(url: str) -> dict:
+    import httpx
+
+    return httpx.get(url, timeout=60).json()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--url", help="a running server (default: start one on --store)")
@@ -163,55 +332,76 @@ def main(argv: list[str] | None = None) -> int:
                     "run reads it")
     ap.add_argument("-n", type=int, default=2, help="ranks of the server started here")
     ap.add_argument("--clients", type=int, default=16)
+    ap.add_argument("--client", default="raw", choices=sorted(CLIENTS),
+                    help="the HTTP client (raw: a minimal asyncio one)")
     ap.add_argument("--seconds", type=float, default=10.0)
-    ap.add_argument("--size", type=int, default=256, help="slice side in pixels")
+    ap.add_argument("--size", type=int, default=512, help="slice side in pixels")
     ap.add_argument("--format", default="png", choices=["png", "jpeg", "npy"])
-    ap.add_argument("--browse", action="store_true",
-                    help="each client steps along the main diagonal (warm cache) instead of "
-                         "random oblique planes")
-    ap.add_argument("--quick", action="store_true", help="small store, 5 s")
+    ap.add_argument("--planes", default="warm", choices=["warm", "browse", "random"],
+                    help="warm: bench/slicing.py's warm planes, cycled (default); browse: "
+                         "each client walks the main diagonal; random: random oblique planes")
+    ap.add_argument("--browse", action="store_const", const="browse", dest="planes",
+                    help="the same as --planes browse")
+    ap.add_argument("--nplanes", type=int, default=48, help="planes of --planes warm")
+    ap.add_argument("--quick", action="store_true",
+                    help="bench/slicing.py --quick's volume, 5 s")
+    ap.add_argument("--workdir", default="/tmp/parvox-bench-slicing-quick",
+                    help="where --quick's store lives (shared with bench/slicing.py --quick)")
     ap.add_argument("--serve-args", default="",
                     help="extra options of the server started here, e.g. "
                          "'--config map.json --png-level 6' (a single option needs the = "
                          "form: --serve-args=--no-heap-retain)")
     ap.add_argument("--engine-slices", type=int, default=200,
-                    help="planes (of those requested) the engine-only run extracts")
+                    help="planes (of those answered) the engine-only run extracts with "
+                         "--planes browse/random; 0: no engine run (any --planes)")
+    ap.add_argument("--engine-seconds", type=float, default=2.0,
+                    help="the engine's timed passes over the planes last this long (at "
+                         "least one pass)")
     ap.add_argument("--engine-worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--queries", help=argparse.SUPPRESS)
     ap.add_argument("--result", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     for name, flag in (("clients", "--clients"), ("seconds", "--seconds"), ("size", "--size"),
-                       ("n", "-n")):
+                       ("n", "-n"), ("nplanes", "--nplanes")):
         if getattr(args, name) <= 0:
             ap.error(f"argument {flag}: must be > 0, got {getattr(args, name)}")
     if args.engine_slices < 0:
         ap.error(f"argument --engine-slices: must be >= 0, got {args.engine_slices}")
     if args.engine_worker:
-        engine_worker(args.store, args.queries, args.result)
+        engine_worker(args.store, args.queries, args.result, args.engine_seconds)
         return 0
-    server = None
     if args.quick:
         args.seconds = min(args.seconds, 5.0)
+        if args.store is None and args.url is None:
+            args.store = quick_store(Path(args.workdir))
+    server = None
+    first: list[float] = []  # the engine's rate before the server (warm planes, -n ranks)
     if args.url is None:
-        store = args.store
-        if store is None:
-            sys.path.insert(0, str(ROOT))
-            from tests.server._helpers import make_store_in_subprocess
+        if args.store is None:
+            ap.error("give --url, --store or --quick")
+        if args.planes == "warm" and args.engine_slices:
+            from parvox.volume import VolumeStore
 
-            store = str(make_store_in_subprocess(Path(tempfile.mkdtemp()) / "store"))
-            args.store = store
-        server = start_server(store, args.n, args.serve_args.split())
+            shape = VolumeStore(args.store).meta.shape
+            first.append(engine_rate(args.store, args.n, warm_queries(
+                shape, args.nplanes, args.size, args.format), args.engine_seconds)[0])
+        server = start_server(args.store, args.n, args.serve_args.split())
         args.url = server.url
+    make = CLIENTS[args.client]
     try:
-        pids = [r["pid"] for r in httpx.get(args.url + "/api/stats", timeout=30).json()["ranks"]
-                if r.get("pid")]
+        info = get_json(args.url + "/api/info")
+        streams = query_streams(args.planes, info["shape"], args.size, args.format,
+                                args.clients, args.nplanes)
+        warm = (warm_queries(info["shape"], args.nplanes, args.size, args.format)
+                if args.planes == "warm" else [])
+        failed = asyncio.run(warm_up(args.url, lambda: make(args.url), warm, args.clients))
+        pids = [r["pid"] for r in get_json(args.url + "/api/stats")["ranks"] if r.get("pid")]
         before = rank_counters(pids)
-        t0 = time.perf_counter()
-        out = asyncio.run(load(args.url, args.clients, args.seconds, args.size, args.format,
-                               args.browse))
-        wall = time.perf_counter() - t0
+        c0, t0 = time.process_time(), time.perf_counter()
+        out = asyncio.run(load(args.url, lambda: make(args.url), streams, args.seconds))
+        wall, client_cpu = time.perf_counter() - t0, time.process_time() - c0
         after = rank_counters(pids)
-        stats = httpx.get(args.url + "/api/stats", timeout=30).json()
+        stats = get_json(args.url + "/api/stats")
     finally:
         if server is not None:
             server.stop()
@@ -220,10 +410,12 @@ def main(argv: list[str] | None = None) -> int:
     ok = codes == 200
     nbytes = sum(o[2] for o in out if o[1] == 200)
     busy = int((codes == 503).sum())
-    errors = int((~ok).sum())
-    print(f"server {args.url}  ranks {len(stats['ranks'])}  clients {args.clients}  "
-          f"{args.size}x{args.size} {args.format}  {'browse' if args.browse else 'random'}  "
-          f"{wall:.1f} s")
+    errors = int((~ok).sum()) + failed
+    nranks = len(stats["ranks"])
+    print(f"server {args.url}  ranks {nranks}  clients {args.clients} ({args.client})  "
+          f"{args.size}x{args.size} {args.format}  planes {args.planes}"
+          f"{f' ({args.nplanes}, warmed)' if args.planes == 'warm' else ''}  {wall:.1f} s  "
+          f"load average {os.getloadavg()[0]:.1f}")
     print(f"{'requests':>10} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'MB/s':>8} "
           f"{'busy':>6} {'errors':>7} {'hit rate':>9}")
     p50, p99 = (np.percentile(lat[ok], [50, 99]) if ok.any() else (float("nan"),) * 2)
@@ -231,25 +423,36 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(out):>10} {ok.sum() / wall:>8.1f} {p50:>8.1f} {p99:>8.1f} "
           f"{nbytes / wall / 1e6:>8.2f} {busy:>6} {errors:>7} {hit:>9.3f}")
     served = ok.sum() / wall
-    if before is not None and after is not None and ok.any():
+    nok = max(int(ok.sum()), 1)
+    print(f"client ({args.client}): CPU {client_cpu:.2f} s, {1e3 * client_cpu / nok:.2f} ms "
+          "per slice")
+    if before is not None and after is not None:
         for r, (b, a) in enumerate(zip(before, after, strict=True)):
-            print(f"rank {r}: {(a[0] - b[0]) / ok.sum():.0f} minor page faults per slice, "
-                  f"CPU {a[1] - b[1]:.1f} s user + {a[2] - b[2]:.1f} s system")
+            cpu = a[1] - b[1] + a[2] - b[2]
+            print(f"rank {r}: CPU {a[1] - b[1]:.1f} s user + {a[2] - b[2]:.1f} s system, "
+                  f"{1e3 * cpu / nok:.2f} ms per slice, {(a[0] - b[0]) / nok:.0f} minor page "
+                  "faults per slice")
     sends = [r.get("messages", {}) for r in stats["ranks"]]
     print("dataflow messages / MPI sends per rank: "
           + ", ".join(f"{m.get('sent', 0)}/{m.get('mpi_sends', 0)}" for m in sends))
-    if args.engine_slices == 0:
-        print("engine only: not measured (--engine-slices 0)")
+    queries = (warm if args.planes == "warm"
+               else [o[3] for o in out if o[1] == 200][: args.engine_slices])
+    if args.store is None or not queries or not ok.any() or args.engine_slices == 0:
+        why = ("give --store" if args.store is None else
+               "--engine-slices 0" if args.engine_slices == 0 else "no planes")
+        print(f"engine only: not measured ({why})")
         print("ratio: server/engine slices per s = nan")
-    elif args.store is not None and ok.any():
-        queries = [o[3] for o in out if o[1] == 200][: args.engine_slices]
-        rate = engine_rate(args.store, len(stats["ranks"]), queries)
-        print(f"engine only, the same {len(queries)} planes at {len(stats['ranks'])} ranks, "
-              f"one at a time: {rate:.1f} slices/s")
-        print(f"ratio: server/engine slices per s = {served / rate:.3f}")
     else:
-        print("engine only: not measured (give --store)")
-        print("ratio: server/engine slices per s = nan")
+        last, median = engine_rate(args.store, nranks, queries, args.engine_seconds)
+        rate = float(np.mean([*first, last]))
+        runs = (f"{first[0]:.1f} before the server, {last:.1f} after it ({median:.1f} by its "
+                f"median slice)" if first else f"{last:.1f} ({median:.1f} by the median slice)")
+        print(f"engine only, the same {len(queries)} planes at {nranks} ranks, warm, one at a "
+              f"time: {rate:.1f} slices/s; {runs}; load average {os.getloadavg()[0]:.1f}")
+        print(f"compared: the server's answered {args.format} slices/s (HTTP, merge and "
+              "encoding included) against the engine's slices/s over its timed passes"
+              f"{' (the mean of its runs before and after the server)' if first else ''}")
+        print(f"ratio: server/engine slices per s = {served / rate:.3f}")
     print(f"errors: {errors}")
     return 0 if errors == 0 else 1
 

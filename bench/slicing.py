@@ -90,22 +90,31 @@ CASES = {
 
 
 # -- data ------------------------------------------------------------------------------------
-def build(workdir: Path, shape: tuple[int, int, int], ndisks: int) -> tuple[Path, Path]:
-    """Create (once) the parvox store and the Zarr v3 array of the phantom."""
-    import zarr
-    from tqdm import tqdm
-
+def build_store(workdir: Path, shape: tuple[int, int, int], ndisks: int) -> Path:
+    """Create (once) the parvox store of the RGB phantom (``bench/serve_load.py`` loads it too)."""
     from parvox.volume import Phantom, VolumeStore, ingest
 
-    store, zpath = workdir / "store", workdir / "peer.zarr"
-    src = Phantom(shape, rgb=True)
+    store = workdir / "store"
     try:
         ok = VolumeStore(store).meta.shape == shape
     except Exception:
         ok = False
     if not ok:
         print(f"building the parvox store {store} ({shape} RGB, {ndisks} disks) ...")
-        ingest(src, store, ndisks=ndisks, overwrite=True, progress=True)
+        workdir.mkdir(parents=True, exist_ok=True)
+        ingest(Phantom(shape, rgb=True), store, ndisks=ndisks, overwrite=True, progress=True)
+    return store
+
+
+def build(workdir: Path, shape: tuple[int, int, int], ndisks: int) -> tuple[Path, Path]:
+    """Create (once) the parvox store and the Zarr v3 array of the phantom."""
+    import zarr
+    from tqdm import tqdm
+
+    from parvox.volume import Phantom
+
+    store, zpath = build_store(workdir, shape, ndisks), workdir / "peer.zarr"
+    src = Phantom(shape, rgb=True)
     done = zpath / ".complete"
     if not done.exists():
         print(f"building the Zarr v3 array {zpath} (chunks 17x32x32x3, no compression) ...")

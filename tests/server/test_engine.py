@@ -203,6 +203,7 @@ def test_engine_and_service_share_one_extraction_path():
     from mpi4py import MPI
 
     from parvox.server.engine import SliceService
+    from parvox.server.imaging import encode_slice
     from parvox.server.options import ServerOptions
     from parvox.slicing import SliceEngine, SliceSource
 
@@ -219,6 +220,9 @@ def test_engine_and_service_share_one_extraction_path():
                 got = service.extract(plane)
                 assert got.dtype == want.dtype and np.array_equal(got, want)
                 _check(vol, plane, got)
+                for fmt in ("png", "jpeg"):  # zoom 1: the parts travel rounded
+                    body = service.submit_encoded(plane, "auto", fmt).result(timeout=60)
+                    assert body == encode_slice(want, "uint8", fmt)
             service.flow.stop_all()
         else:
             service.flow.serve_forever()

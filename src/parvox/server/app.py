@@ -1,5 +1,10 @@
 """The HTTP front end (Starlette on uvicorn), run by rank 0 beside its share of extraction.
 
+uvicorn parses HTTP with ``httptools`` and runs its event loop on ``uvloop`` (both
+dependencies; uvicorn picks them when they import): at 2 ranks about a tenth more 512x512
+slices/s than with ``h11`` and asyncio's loop, whose Python costs took rank 0's cores
+from the extraction (``docs/performance.md``, Slice server).
+
 Endpoints
 ---------
 ``GET /``                the web viewer (static files under ``/static``)

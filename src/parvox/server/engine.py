@@ -16,6 +16,9 @@ One slice request is one dataflow operation (seed Figures 6-10):
 * **merge** (rank 0): at zoom 1 each message's pixels are written straight into the slice as
   it arrives (every pixel comes from one extent); at larger zooms the parts are added in extent
   order, so the slice does not depend on the rank count or on the order the parts arrived in.
+  A zoom-1 slice requested as PNG or JPEG travels rounded to the volume's dtype: the extract
+  stage rounds its message (:mod:`parvox.server.rounding`; the same bits as rounding the
+  merged slice, a quarter of the bytes for a ``uint8`` volume).
 
 A request names a pyramid level (``"auto"`` by default, :mod:`parvox.slicing.levels`); the plane
 is mapped to that level's voxel coordinates once, in :meth:`SliceService.submit`, and every
@@ -75,6 +78,7 @@ from parvox.server.boxes import BoxReads
 from parvox.server.imaging import encode_slice
 from parvox.server.options import ServerOptions
 from parvox.server.overview import Overview, overview_planes
+from parvox.server.rounding import round_message, rounds_early
 from parvox.server.split import whole_request
 from parvox.server.stats import RequestStats, ServerBusy, rank_figures
 from parvox.slicing import (
@@ -290,11 +294,13 @@ class SliceService:
         self.close()
 
     # -- the dataflow operation ------------------------------------------------------------------
-    # A request is ``(plane, level)``, the plane in that level's voxel coordinates.
-    # With ``encode`` placed on the merge's rank a request is ``(plane, level, encoding)``, the
-    # encoding ``(fmt, quality, window)`` or None (raw), and the merge's value ``(raw, encoding)``.
+    # A request is ``(plane, level, rounded)``, the plane in that level's voxel coordinates;
+    # ``rounded``: the parts travel rounded to the volume's dtype (:mod:`parvox.server.rounding`).
+    # With ``encode`` placed on the merge's rank a request is ``(plane, level, rounded,
+    # encoding)``, the encoding ``(fmt, quality, window)`` or None (raw), and the merge's value
+    # ``(raw, encoding)``.
     def _split(self, request: tuple[Any, ...]) -> Iterator[Token]:
-        plane, level = request[:2]
+        plane, level, rounded = request[:3]
         batch = self.options.batch
         batches = [
             [(keys[s : s + batch], ranges[:, s : s + batch]) for s in range(0, len(keys), batch)]
@@ -304,7 +310,8 @@ class SliceService:
             for r in range(self.nranks):
                 if round_ < len(batches[r]):
                     k, g = batches[r][round_]
-                    yield Token(r, {"plane": plane, "level": level, "keys": k, "ranges": g})
+                    yield Token(r, {"plane": plane, "level": level, "rounded": rounded,
+                                    "keys": k, "ranges": g})
 
     def _read(
         self, token: dict[str, Any]
@@ -316,15 +323,21 @@ class SliceService:
         src = self.source.level_source(token["level"])
         # the kernel writes the message itself, in a buffer of the runtime's pool: the
         # runtime gives it back once sent or merged
-        return src.message_of(token["plane"], blocks, token["keys"], token["ranges"],
-                              alloc=self.flow.pool.take)
+        buf = src.message_of(token["plane"], blocks, token["keys"], token["ranges"],
+                             alloc=self.flow.pool.take)
+        if not token["rounded"]:
+            return buf
+        small = round_message(buf, src.channels, src.meta.dtype, alloc=self.flow.pool.take)
+        self.flow.pool.give(buf)
+        return small
 
     def _init(self, request: tuple[Any, ...]) -> tuple[Any, ...]:
-        plane = request[0]
-        # zoom 1: pixels go straight into the slice's rows; else the parts, merged at the end
-        into: Any = (new_rows(plane, self.source.channels, self.source.values_dtype(plane))
-                     if plane.zoom == 1 else [])
-        return (plane, into) if len(request) == 2 else (plane, into, request[2])
+        plane, _, rounded = request[:3]
+        # zoom 1: pixels go straight into the slice's rows (rounded: in the volume's dtype);
+        # else the parts, merged at the end
+        dtype = self.source.meta.dtype if rounded else self.source.values_dtype(plane)
+        into: Any = new_rows(plane, self.source.channels, dtype) if plane.zoom == 1 else []
+        return (plane, into) if len(request) == 3 else (plane, into, request[3])
 
     def _merge(self, acc: tuple[Any, ...], result: np.ndarray) -> tuple[Any, ...]:
         into = acc[1]
@@ -381,12 +394,18 @@ class SliceService:
         return self.source.resolve_level(plane, level)
 
     def _submit(
-        self, plane: Plane, record: bool, level: int | str = "auto", encoding: Any = None
+        self, plane: Plane, record: bool, level: int | str = "auto", encoding: Any = None,
+        image: bool = False,
     ) -> cf.Future[Any]:
         """:meth:`submit`; ``record``: count it in the served/failed/latency statistics
-        (the overview's own panels are pending requests but not client slices)."""
+        (the overview's own panels are pending requests but not client slices); ``image``:
+        the slice is wanted rounded to the volume's dtype (PNG, JPEG), so zoom-1 parts may
+        travel rounded (:func:`~parvox.server.rounding.rounds_early`)."""
         k = self.resolve_level(plane, level)
-        request: tuple[Any, ...] = (self.source.level_plane(plane, k), k)
+        lplane = self.source.level_plane(plane, k)
+        rounded = image and rounds_early(lplane, self.source.values_dtype(lplane),
+                                         self.source.meta.dtype)
+        request: tuple[Any, ...] = (lplane, k, rounded)
         if self.encode_rank:
             request += (encoding,)
         self.requests.admit()
@@ -420,8 +439,9 @@ class SliceService:
                 except BaseException as err:  # an encoder's failure fails the future
                     out.set_exception(err)
 
+        image = fmt in ("png", "jpeg")  # rounded to the volume's dtype before encoding
         if self.encode_rank:
-            fut = self._submit(plane, True, level, (fmt, quality, window))
+            fut = self._submit(plane, True, level, (fmt, quality, window), image)
             fut.add_done_callback(lambda f: fail_or(f, lambda a: out.set_result(a.tobytes())))
         else:
             def encode(raw: np.ndarray) -> None:
@@ -429,7 +449,7 @@ class SliceService:
                     lambda g: fail_or(g, out.set_result)
                 )
 
-            fut = self._submit(plane, True, level)
+            fut = self._submit(plane, True, level, image=image)
             fut.add_done_callback(lambda f: fail_or(f, encode))
         return out
 

@@ -101,7 +101,7 @@ class ServerOptions:
     )
     verify: bool = _field(True, "Verify each extent's checksum when it is read.")
     window: int = _field(4, "Tokens in flight per rank (dataflow flow control, >= 1).")
-    batch: int = _field(128, "Extents per token (>= 1).")
+    batch: int = _field(512, "Extents per token (>= 1).")
     split: str = _field(
         "batches", "Where a slice request is cut into extents: batches (rank 0 sends each "
         "server its extents in tokens of batch, seed 002's Fig. 7) or whole (each server gets "

@@ -63,8 +63,8 @@ def parse_split(split: object) -> str:
 def whole_request(source: SliceSource) -> tuple[Split, Read]:
     """The split and read stage of the ``"whole"`` variant on this rank's ``source``.
 
-    The split takes a request ``(plane, level, ...)`` and yields one token
-    ``{"plane", "level"}`` per rank serving disks; the read stage finds the extents of this
+    The split takes a request ``(plane, level, rounded, ...)`` and yields one token
+    ``{"plane", "level", "rounded"}`` per rank serving disks; the read stage finds the extents of this
     rank's disks the plane cuts (:meth:`~parvox.slicing.source.SliceSource.extents_by_rank`),
     reads them and hands on the token completed with their ``keys`` and sample ``ranges``, as
     the ``"batches"`` split makes it, so the extract stage and the merge are the same.
@@ -80,17 +80,17 @@ def whole_request(source: SliceSource) -> tuple[Split, Read]:
     >>> with SliceSource(path, comm=MPI.COMM_SELF) as source:
     ...     split, read = whole_request(source)
     ...     plane = source.plane(center=(3, 8, 8), normal=(1, 0, 0), size=(16, 16))
-    ...     [token] = split((plane, 0))
+    ...     [token] = split((plane, 0, False))
     ...     work, blocks = read(token.payload)
     >>> token.dest, len(work["keys"]), len(blocks)  # rank 0; the plane z = 3 cuts 4 extents
     (0, 4, 4)
     """
 
     def split(request: tuple[Any, ...]) -> Iterator[Token]:
-        plane, level = request[:2]
+        plane, level, rounded = request[:3]
         src = source.level_source(level)
         for r in sorted(set(src.disk_map.owner)):
-            yield Token(r, {"plane": plane, "level": level})
+            yield Token(r, {"plane": plane, "level": level, "rounded": rounded})
 
     def read(token: dict[str, Any]) -> tuple[dict[str, Any], list[tuple[Key, np.ndarray]]]:
         src = source.level_source(token["level"])
