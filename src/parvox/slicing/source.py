@@ -48,7 +48,7 @@ from parvox.slicing.extents import cut_extents
 from parvox.slicing.levels import AUTO, auto_level, parse_level, plane_at_level
 from parvox.slicing.message import INDEX, RUNS, header_bytes, values_bytes
 from parvox.slicing.plane import Plane
-from parvox.slicing.resample import PartBatch, PartExtractor, values_dtype
+from parvox.slicing.resample import BlockRefs, PartBatch, PartExtractor, values_dtype
 from parvox.threads import resolve_threads
 from parvox.volume.cache import DEFAULT_CACHE_BYTES, ExtentReader
 from parvox.volume.config import DiskMap, resolve_disk_map
@@ -57,7 +57,15 @@ from parvox.volume.store import VolumeStore
 if TYPE_CHECKING:
     from mpi4py import MPI
 
-__all__ = ["CHUNK", "Key", "SliceSource", "as_key", "extract_blocks", "extract_message"]
+__all__ = [
+    "CHUNK",
+    "Cached",
+    "Key",
+    "SliceSource",
+    "as_key",
+    "extract_blocks",
+    "extract_message",
+]
 
 #: an extent index ``(kz, ky, kx)``
 Key = tuple[int, int, int]
@@ -78,6 +86,10 @@ def as_key(values: Iterable[Any]) -> Key:
 #: extents per kernel call when extracting blocks as they are read
 CHUNK = 64
 
+#: blocks already in memory: the columns of their keys and their references, in that order
+#: (:meth:`SliceSource.cached`)
+Cached = tuple[np.ndarray, BlockRefs]
+
 
 def _groups(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
     """``items`` in lists of ``size`` (the last one shorter; none when ``items`` is empty)."""
@@ -91,6 +103,28 @@ def _groups(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
         yield group
 
 
+def _chunks(
+    blocks: Iterable[tuple[Key, np.ndarray]],
+    keys: np.ndarray,
+    chunk: int,
+    cached: Cached | None,
+    whole: bool,
+) -> Iterator[tuple[np.ndarray, BlockRefs | list[np.ndarray]]]:
+    """The kernel calls' inputs: (columns of ``keys``, their blocks), first the ``cached``
+    blocks (sliced from arrays, in one call when ``whole``), then ``blocks`` as they come."""
+    if cached is not None and cached[0].size:
+        cols, refs = cached
+        step = cols.size if whole else chunk
+        for a in range(0, cols.size, step):
+            yield cols[a : a + step], refs.take(slice(a, a + step))
+    column: dict[Any, int] | None = None
+    for group in _groups(blocks, chunk):
+        if column is None:
+            column = {key: i for i, key in enumerate(map(tuple, keys.tolist()))}
+        cols = np.fromiter((column[key] for key, _ in group), dtype=np.int64, count=len(group))
+        yield cols, [block for _, block in group]
+
+
 def extract_blocks(
     extractor: PartExtractor,
     blocks: Iterable[tuple[Key, np.ndarray]],
@@ -98,29 +132,30 @@ def extract_blocks(
     ranges: np.ndarray,
     pool: cf.Executor | None = None,
     chunk: int = CHUNK,
+    cached: Cached | None = None,
 ) -> PartBatch:
     """The parts of ``blocks`` (``(key, block)`` pairs in any order, e.g. as they are read).
 
     ``keys`` (``(n, 3)``) are the extents the blocks belong to and ``ranges`` (``(4, n)``)
     their sample ranges (``grid_ranges``). The blocks are extracted ``chunk`` at a time, one
     kernel call each, while the next are still being read; with ``pool`` the kernels (which
-    release the GIL) run in its threads.
+    release the GIL) run in its threads. ``cached`` (:meth:`SliceSource.cached`) are blocks
+    of ``keys`` already in memory, extracted first, with no step per block in Python (in
+    one call without ``pool``); ``blocks`` are then the others.
     """
     keys = np.asarray(keys, dtype=np.int64).reshape(-1, 3)
     ranges = np.asarray(ranges, dtype=np.int64).reshape(4, -1)
-    column = {key: i for i, key in enumerate(map(tuple, keys.tolist()))}
     batches: list[Any] = []
 
-    def run(group: list[tuple[Key, np.ndarray]]) -> None:
-        cols = [column[key] for key, _ in group]
-        args = ([block for _, block in group], keys[cols], ranges[:, cols])
+    def run(cols: np.ndarray, group: BlockRefs | list[np.ndarray]) -> None:
+        args = (group, keys[cols], ranges[:, cols])
         batches.append(extractor.extract_many(*args) if pool is None
                        else pool.submit(extractor.extract_many, *args))
 
-    for group in _groups(blocks, chunk):
-        run(group)
+    for cols, group in _chunks(blocks, keys, chunk, cached, pool is None):
+        run(cols, group)
     if not batches:
-        run([])
+        run(np.empty(0, np.int64), [])
     return PartBatch.concat(
         [b.result() if isinstance(b, cf.Future) else b for b in batches]
     )
@@ -136,6 +171,7 @@ def extract_message(
     alloc: Callable[[int], np.ndarray] | None = None,
     pool: cf.Executor | None = None,
     chunk: int = CHUNK,
+    cached: Cached | None = None,
 ) -> np.ndarray:
     """The parts of ``blocks`` as one message (:mod:`parvox.slicing.message`), the kernel
     writing the values straight into it.
@@ -144,7 +180,8 @@ def extract_message(
     ``alloc(nbytes)``: the ``uint8`` buffer (a message pool's; a new array by default),
     sized for the largest parts the sample ranges allow, of which the message is a prefix.
     Zoom-1 parts get run-length indices. With ``pool`` every chunk of extents gets a region
-    of its own, and the values are moved together at the end.
+    of its own, and the values are moved together at the end. ``cached``: as
+    :func:`extract_blocks`'.
 
     Examples
     --------
@@ -175,16 +212,14 @@ def extract_message(
     values = buf[h : h + int(rows_cap.sum()) * channels * dt.itemsize].view(dt)
     values = values.reshape(-1, channels)
     scratch = np.empty(int(words_cap.sum()), np.int64)  # the indices, appended at the end
-    column = {key: i for i, key in enumerate(map(tuple, keys.tolist()))}
     done: list[Any] = []  # (columns, value offset, word offset, kernel result or future)
     at = [0, 0]  # where the next chunk writes: values, index words
 
-    def run(group: list[tuple[Key, np.ndarray]]) -> None:
-        cols = np.asarray([column[key] for key, _ in group], dtype=np.int64)
+    def run(cols: np.ndarray, group: BlockRefs | list[np.ndarray]) -> None:
         vo, wo = at
         vn, wn = int(rows_cap[cols].sum()), int(words_cap[cols].sum())
         idx = scratch[wo : wo + wn]
-        args = ([block for _, block in group], keys[cols], ranges[:, cols], values[vo : vo + vn])
+        args = (group, keys[cols], ranges[:, cols], values[vo : vo + vn])
         kw = {"runs": idx.reshape(-1, 2)} if rle else {"index": idx}
         if pool is None:
             res = extractor.kernel(*args, **kw)
@@ -194,8 +229,8 @@ def extract_message(
             done.append((cols, vo, wo, pool.submit(extractor.kernel, *args, **kw)))
             at[0], at[1] = vo + vn, wo + wn
 
-    for group in _groups(blocks, chunk):
-        run(group)
+    for cols, group in _chunks(blocks, keys, chunk, cached, pool is None):
+        run(cols, group)
     order, counts, pieces = [], [], []
     m = words = 0
     for cols, vo, wo, res in done:
@@ -412,6 +447,28 @@ class SliceSource:
         keys, ranges, owner = keys[order], ranges[:, order], self._owner[disk[order]]
         return [(keys[owner == r], ranges[:, owner == r]) for r in range(self.nranks)]
 
+    def cached(self, keys: np.ndarray) -> tuple[Cached, np.ndarray]:
+        """The extents of ``keys`` (``(n, 3)``) in the reader's cache, found with one
+        vectorised lookup (:meth:`~parvox.volume.ExtentReader.lookup_many`), and the keys
+        missed (to read).
+
+        Returns
+        -------
+        cached : (ndarray, BlockRefs)
+            The columns of ``keys`` found and their blocks' references (for
+            :func:`extract_blocks`' and :func:`extract_message`'s ``cached``).
+        missed : ndarray, shape (m, 3)
+            The other keys, in the order given.
+        """
+        keys = np.asarray(keys, dtype=np.int64).reshape(-1, 3)
+        found = self.reader.lookup_many(keys)
+        cols = np.flatnonzero(found.mask)
+        first = found.blocks[0] if cols.size else np.empty((0, 0, 0), self.meta.dtype)
+        shape: tuple[int, ...] = first.shape
+        refs = BlockRefs(found.addresses, np.dtype(first.dtype),
+                         1 if len(shape) == 3 else int(shape[3]), found.blocks)
+        return (cols, refs), keys[~found.mask]
+
     def parts_of(
         self,
         plane: Plane,
@@ -419,14 +476,16 @@ class SliceSource:
         keys: np.ndarray,
         ranges: np.ndarray,
         out: np.ndarray | None = None,
+        cached: Cached | None = None,
     ) -> PartBatch:
-        """The parts of read ``blocks`` of extents ``keys`` (see :func:`extract_blocks`).
+        """The parts of read ``blocks`` of extents ``keys`` (see :func:`extract_blocks`; with
+        ``cached`` from :meth:`cached`, ``blocks`` are the others).
 
         With ``out`` (zoom 1: the slice's rows from :func:`~parvox.slicing.new_rows`) the
         pixels are written there and the batch is empty.
         """
         extractor = PartExtractor(self.layout, plane, out, self.meta.dtype)
-        return extract_blocks(extractor, blocks, keys, ranges, self._pool)
+        return extract_blocks(extractor, blocks, keys, ranges, self._pool, cached=cached)
 
     def message_of(
         self,
@@ -436,20 +495,23 @@ class SliceSource:
         ranges: np.ndarray,
         request: int = 0,
         alloc: Callable[[int], np.ndarray] | None = None,
+        cached: Cached | None = None,
     ) -> np.ndarray:
         """The parts of read ``blocks`` as one message, written in place by the kernel
-        (:func:`extract_message`; ``alloc``: the message buffer's allocator)."""
+        (:func:`extract_message`; ``alloc``: the message buffer's allocator; ``cached`` as
+        :meth:`parts_of`')."""
         extractor = PartExtractor(self.layout, plane, None, self.meta.dtype)
         return extract_message(extractor, blocks, keys, ranges, self.channels, request, alloc,
-                               self._pool)
+                               self._pool, cached=cached)
 
     def read_message(
         self, plane: Plane, keys: np.ndarray, ranges: np.ndarray, request: int = 0,
         alloc: Callable[[int], np.ndarray] | None = None,
     ) -> np.ndarray:
         """:meth:`read_parts` into one message (:meth:`message_of`)."""
-        blocks = self.reader.read_many(np.asarray(keys).tolist())
-        return self.message_of(plane, blocks, keys, ranges, request, alloc)
+        cached, missed = self.cached(keys)
+        blocks = self.reader.read_many(missed) if missed.size else iter(())
+        return self.message_of(plane, blocks, keys, ranges, request, alloc, cached)
 
     def read(self, keys: np.ndarray) -> list[tuple[Key, np.ndarray]]:
         """Read extents ``keys`` (``(n, 3)``, through the cache); ``(key, block)`` pairs in
@@ -462,7 +524,9 @@ class SliceSource:
         """Read ``keys`` and extract the parts of the extents as they are read.
 
         ``keys`` and ``ranges`` are one entry of :meth:`extents_by_rank`; ``out`` as in
-        :meth:`parts_of`.
+        :meth:`parts_of`. The cached extents (:meth:`cached`) are extracted first, with no
+        step per extent in Python, then the others as they are read.
         """
-        blocks = self.reader.read_many(np.asarray(keys).tolist())
-        return self.parts_of(plane, blocks, keys, ranges, out)
+        cached, missed = self.cached(keys)
+        blocks = self.reader.read_many(missed) if missed.size else iter(())
+        return self.parts_of(plane, blocks, keys, ranges, out, cached)
