@@ -103,20 +103,32 @@ def _groups(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
         yield group
 
 
+def _even_work(ranges: np.ndarray, parts: int) -> list[tuple[int, int]]:
+    """``[a, b)`` bounds of ``parts`` consecutive groups of extents with ``(4, n)`` sample
+    ranges ``ranges`` of about equal work (their sample rectangles, plus one per extent), so
+    that threads running the groups finish together."""
+    k0, k1, l0, l1 = ranges
+    work = np.cumsum(np.maximum(k1 - k0, 0) * np.maximum(l1 - l0, 0) + 1)
+    cuts = np.searchsorted(work, work[-1] * np.arange(1, parts) / parts, side="right")
+    ends = [0, *np.unique(cuts[(cuts > 0) & (cuts < work.size)]).tolist(), int(work.size)]
+    return list(zip(ends[:-1], ends[1:], strict=True))
+
+
 def _chunks(
     blocks: Iterable[tuple[Key, np.ndarray]],
     keys: np.ndarray,
+    ranges: np.ndarray,
     chunk: int,
     cached: Cached | None,
     whole: bool,
 ) -> Iterator[tuple[np.ndarray, BlockRefs | list[np.ndarray]]]:
     """The kernel calls' inputs: (columns of ``keys``, their blocks), first the ``cached``
-    blocks (sliced from arrays, in one call when ``whole``), then ``blocks`` as they come."""
+    blocks (sliced from arrays: in one call when ``whole``, else in groups of about equal
+    work, as many as of ``chunk`` extents), then ``blocks`` as they come."""
     if cached is not None and cached[0].size:
         cols, refs = cached
-        step = cols.size if whole else chunk
-        for a in range(0, cols.size, step):
-            yield cols[a : a + step], refs.take(slice(a, a + step))
+        for a, b in _even_work(ranges[:, cols], 1 if whole else -(-cols.size // chunk)):
+            yield cols[a:b], refs.take(slice(a, b))
     column: dict[Any, int] | None = None
     for group in _groups(blocks, chunk):
         if column is None:
@@ -152,7 +164,7 @@ def extract_blocks(
         batches.append(extractor.extract_many(*args) if pool is None
                        else pool.submit(extractor.extract_many, *args))
 
-    for cols, group in _chunks(blocks, keys, chunk, cached, pool is None):
+    for cols, group in _chunks(blocks, keys, ranges, chunk, cached, pool is None):
         run(cols, group)
     if not batches:
         run(np.empty(0, np.int64), [])
@@ -229,7 +241,7 @@ def extract_message(
             done.append((cols, vo, wo, pool.submit(extractor.kernel, *args, **kw)))
             at[0], at[1] = vo + vn, wo + wn
 
-    for cols, group in _chunks(blocks, keys, chunk, cached, pool is None):
+    for cols, group in _chunks(blocks, keys, ranges, chunk, cached, pool is None):
         run(cols, group)
     order, counts, pieces = [], [], []
     m = words = 0
