@@ -36,6 +36,7 @@ Examples
 from __future__ import annotations
 
 import concurrent.futures as cf
+import itertools
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -111,7 +112,7 @@ def _even_work(ranges: np.ndarray, parts: int) -> list[tuple[int, int]]:
     work = np.cumsum(np.maximum(k1 - k0, 0) * np.maximum(l1 - l0, 0) + 1)
     cuts = np.searchsorted(work, work[-1] * np.arange(1, parts) / parts, side="right")
     ends = [0, *np.unique(cuts[(cuts > 0) & (cuts < work.size)]).tolist(), int(work.size)]
-    return list(zip(ends[:-1], ends[1:], strict=True))
+    return list(itertools.pairwise(ends))
 
 
 def _chunks(
