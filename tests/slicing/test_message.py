@@ -165,3 +165,12 @@ def test_cached_extents_give_the_same_parts_and_messages(tmp_path):
                             else:
                                 continue
                             assert got.dtype == vd and np.array_equal(got, cold), (how, every)
+                        ex = PartExtractor(src.layout, plane, None, src.meta.dtype)
+                        with cf.ThreadPoolExecutor(2) as pool:
+                            for groups in (None, 1, 7):
+                                cached, missed = src.cached(keys)
+                                blocks = src.read(missed) if missed.size else []
+                                buf = extract_message(ex, blocks, keys, ranges, ch, pool=pool,
+                                                      chunk=2, cached=cached, groups=groups)
+                                got = merge_parts(unpack_parts(buf, ch, vd), plane, ch, vd)
+                                assert np.array_equal(got, cold), groups

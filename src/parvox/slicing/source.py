@@ -60,6 +60,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CHUNK",
+    "GROUPS_PER_THREAD",
     "Cached",
     "Key",
     "SliceSource",
@@ -86,6 +87,9 @@ def as_key(values: Iterable[Any]) -> Key:
 
 #: extents per kernel call when extracting blocks as they are read
 CHUNK = 64
+
+#: kernel calls per compute thread for the cached extents of a request (:class:`SliceSource`)
+GROUPS_PER_THREAD = 2
 
 #: blocks already in memory: the columns of their keys and their references, in that order
 #: (:meth:`SliceSource.cached`)
@@ -115,20 +119,31 @@ def _even_work(ranges: np.ndarray, parts: int) -> list[tuple[int, int]]:
     return list(itertools.pairwise(ends))
 
 
+def _groups_of(
+    cached: Cached | None, chunk: int, pool: cf.Executor | None, groups: int | None
+) -> int:
+    """How many kernel calls extract the ``cached`` blocks: ``groups``, else one without
+    ``pool``, else one per ``chunk`` of them."""
+    if groups is not None:
+        return max(1, int(groups))
+    n = 0 if cached is None else int(cached[0].size)
+    return 1 if pool is None else max(1, -(-n // chunk))
+
+
 def _chunks(
     blocks: Iterable[tuple[Key, np.ndarray]],
     keys: np.ndarray,
     ranges: np.ndarray,
     chunk: int,
     cached: Cached | None,
-    whole: bool,
+    groups: int,
 ) -> Iterator[tuple[np.ndarray, BlockRefs | list[np.ndarray]]]:
     """The kernel calls' inputs: (columns of ``keys``, their blocks), first the ``cached``
-    blocks (sliced from arrays: in one call when ``whole``, else in groups of about equal
-    work, as many as of ``chunk`` extents), then ``blocks`` as they come."""
+    blocks (sliced from arrays, in ``groups`` calls of about equal work), then ``blocks`` as
+    they come, ``chunk`` at a time."""
     if cached is not None and cached[0].size:
         cols, refs = cached
-        for a, b in _even_work(ranges[:, cols], 1 if whole else -(-cols.size // chunk)):
+        for a, b in _even_work(ranges[:, cols], groups):
             yield cols[a:b], refs.take(slice(a, b))
     column: dict[Any, int] | None = None
     for group in _groups(blocks, chunk):
@@ -146,6 +161,7 @@ def extract_blocks(
     pool: cf.Executor | None = None,
     chunk: int = CHUNK,
     cached: Cached | None = None,
+    groups: int | None = None,
 ) -> PartBatch:
     """The parts of ``blocks`` (``(key, block)`` pairs in any order, e.g. as they are read).
 
@@ -153,8 +169,9 @@ def extract_blocks(
     their sample ranges (``grid_ranges``). The blocks are extracted ``chunk`` at a time, one
     kernel call each, while the next are still being read; with ``pool`` the kernels (which
     release the GIL) run in its threads. ``cached`` (:meth:`SliceSource.cached`) are blocks
-    of ``keys`` already in memory, extracted first, with no step per block in Python (in
-    one call without ``pool``); ``blocks`` are then the others.
+    of ``keys`` already in memory, extracted first, with no step per block in Python, in
+    ``groups`` kernel calls of about equal work (by default one without ``pool``, else one
+    per ``chunk`` of them); ``blocks`` are then the others.
     """
     keys = np.asarray(keys, dtype=np.int64).reshape(-1, 3)
     ranges = np.asarray(ranges, dtype=np.int64).reshape(4, -1)
@@ -165,7 +182,8 @@ def extract_blocks(
         batches.append(extractor.extract_many(*args) if pool is None
                        else pool.submit(extractor.extract_many, *args))
 
-    for cols, group in _chunks(blocks, keys, ranges, chunk, cached, pool is None):
+    ngroups = _groups_of(cached, chunk, pool, groups)
+    for cols, group in _chunks(blocks, keys, ranges, chunk, cached, ngroups):
         run(cols, group)
     if not batches:
         run(np.empty(0, np.int64), [])
@@ -185,6 +203,7 @@ def extract_message(
     pool: cf.Executor | None = None,
     chunk: int = CHUNK,
     cached: Cached | None = None,
+    groups: int | None = None,
 ) -> np.ndarray:
     """The parts of ``blocks`` as one message (:mod:`parvox.slicing.message`), the kernel
     writing the values straight into it.
@@ -193,7 +212,7 @@ def extract_message(
     ``alloc(nbytes)``: the ``uint8`` buffer (a message pool's; a new array by default),
     sized for the largest parts the sample ranges allow, of which the message is a prefix.
     Zoom-1 parts get run-length indices. With ``pool`` every chunk of extents gets a region
-    of its own, and the values are moved together at the end. ``cached``: as
+    of its own, and the values are moved together at the end. ``cached``, ``groups``: as
     :func:`extract_blocks`'.
 
     Examples
@@ -242,7 +261,8 @@ def extract_message(
             done.append((cols, vo, wo, pool.submit(extractor.kernel, *args, **kw)))
             at[0], at[1] = vo + vn, wo + wn
 
-    for cols, group in _chunks(blocks, keys, ranges, chunk, cached, pool is None):
+    ngroups = _groups_of(cached, chunk, pool, groups)
+    for cols, group in _chunks(blocks, keys, ranges, chunk, cached, ngroups):
         run(cols, group)
     order, counts, pieces = [], [], []
     m = words = 0
@@ -337,6 +357,9 @@ class SliceSource:
             cf.ThreadPoolExecutor(compute_threads, thread_name_prefix="parvox-extract")
             if compute_threads > 1 else None
         )  # fmt: skip
+        # kernel calls for the cached extents of a request: two per compute thread, of about
+        # equal work, so that the threads finish together with few calls' Python
+        self._groups = GROUPS_PER_THREAD * compute_threads if compute_threads > 1 else 1
 
     def __enter__(self) -> SliceSource:
         return self
@@ -498,7 +521,8 @@ class SliceSource:
         pixels are written there and the batch is empty.
         """
         extractor = PartExtractor(self.layout, plane, out, self.meta.dtype)
-        return extract_blocks(extractor, blocks, keys, ranges, self._pool, cached=cached)
+        return extract_blocks(extractor, blocks, keys, ranges, self._pool, cached=cached,
+                              groups=self._groups)
 
     def message_of(
         self,
@@ -515,7 +539,7 @@ class SliceSource:
         :meth:`parts_of`')."""
         extractor = PartExtractor(self.layout, plane, None, self.meta.dtype)
         return extract_message(extractor, blocks, keys, ranges, self.channels, request, alloc,
-                               self._pool, cached=cached)
+                               self._pool, cached=cached, groups=self._groups)
 
     def read_message(
         self, plane: Plane, keys: np.ndarray, ranges: np.ndarray, request: int = 0,
