@@ -119,3 +119,58 @@ def test_slice_command_takes_threads(tmp_path, capsys):
     with pytest.raises(SystemExit) as info:
         cli.main([*args, "--threads", "0", "-o", str(tmp_path / "u.npy")])
     assert info.value.code == 2 and "--threads" in capsys.readouterr().err
+
+
+def test_cached_extents_give_the_same_parts_and_messages(tmp_path):
+    """Extents found in the cache (one vectorised lookup, reached by address) give the bits
+    of the same extents read from the files, whatever part of them is cached."""
+    from mpi4py import MPI
+
+    for kind in ("rgb", "uint64"):
+        vol, path = _sources(tmp_path / kind)[kind]
+        ch = 3 if kind == "rgb" else 1
+        for threads in (1, 3):
+            with SliceSource(path, comm=MPI.COMM_SELF, compute_threads=threads) as src:
+                for zoom, sampling in ((1, "linear"), (3, "linear"), (1, "nearest")):
+                    plane = Plane(center=(9.3, 11.1, 14.6), u=(0.3, 1, 0.8), v=(1, 0.1, -0.2),
+                                  size=(13, 17), zoom=zoom, sampling=sampling)
+                    keys, ranges = src.extents_by_rank(plane)[0]
+                    vd = src.values_dtype(plane)
+                    src.reader.clear()
+                    cold = merge_parts(src.read_parts(plane, keys, ranges).parts(), plane, ch, vd)
+                    if sampling == "nearest":
+                        assert np.array_equal(cold, reference_slice(vol, plane))
+                    for every in (3, 1):  # a third of the extents cached, then all
+                        src.reader.clear()
+                        list(src.reader.read_many(keys[::every]))
+                        hits = src.reader.stats.hits
+                        (cols, refs), missed = src.cached(keys)
+                        assert cols.tolist() == list(range(0, len(keys), every))
+                        assert len(refs) == cols.size and refs.dtype == vol.dtype
+                        assert refs.channels == ch and src.reader.stats.hits == hits + cols.size
+                        assert np.array_equal(np.delete(keys, cols, axis=0), missed)
+                        for how in ("parts", "rows", "message"):
+                            src.reader.clear()
+                            list(src.reader.read_many(keys[::every]))
+                            if how == "parts":
+                                got = merge_parts(src.read_parts(plane, keys, ranges).parts(),
+                                                  plane, ch, vd)
+                            elif how == "message":
+                                buf = src.read_message(plane, keys, ranges, request=4)
+                                got = merge_parts(unpack_parts(buf, ch, vd), plane, ch, vd)
+                            elif zoom == 1:
+                                rows = new_rows(plane, ch, vd)
+                                assert src.read_parts(plane, keys, ranges, out=rows).index.size == 0
+                                got = rows.reshape(cold.shape)
+                            else:
+                                continue
+                            assert got.dtype == vd and np.array_equal(got, cold), (how, every)
+                        ex = PartExtractor(src.layout, plane, None, src.meta.dtype)
+                        with cf.ThreadPoolExecutor(2) as pool:
+                            for groups in (None, 1, 7):
+                                cached, missed = src.cached(keys)
+                                blocks = src.read(missed) if missed.size else []
+                                buf = extract_message(ex, blocks, keys, ranges, ch, pool=pool,
+                                                      chunk=2, cached=cached, groups=groups)
+                                got = merge_parts(unpack_parts(buf, ch, vd), plane, ch, vd)
+                                assert np.array_equal(got, cold), groups

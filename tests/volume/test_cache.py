@@ -104,3 +104,27 @@ def test_disk_mbps_emulates_parallel_disks_at_a_rate(tmp_path, threads):
     assert max(per_disk.values()) / 40 <= dt < sum(per_disk.values()) / 40
     with pytest.raises(ValueError, match="disk_mbps"):
         ExtentReader(store, disk_mbps=-1)
+
+
+def test_lookup_many_finds_cached_blocks_at_their_addresses_in_lru_order(tmp_path):
+    store = _store(tmp_path)
+    keys = np.asarray(list(store.layout.extents()))
+    slot = store.meta.slot_bytes
+    with ExtentReader(store, cache_bytes=4 * slot, threads=1) as reader:
+        list(reader.read_many(keys[:4]))  # cached, least recently used first
+        outside = [[-1, 0, 0], [0, 0, store.layout.nextents[2]]]
+        asked = np.concatenate([keys[[5, 2, 0]], outside])
+        hits = reader.lookup_many(asked)
+        assert hits.mask.tolist() == [False, True, True, False, False]
+        assert reader.stats.hits == 2
+        for k, block, addr in zip(asked[hits.mask], hits.blocks, hits.addresses, strict=True):
+            np.testing.assert_array_equal(block, store.read_extent(*k))
+            assert block.flags.c_contiguous and addr == block.ctypes.data
+        # 2 and 0 are now the most recently used: two more reads evict 1 and 3
+        list(reader.read_many(keys[4:6]))
+        assert reader.lookup_many(keys[:4]).mask.tolist() == [True, False, True, False]
+        assert reader.lookup_many(keys[:0]).mask.size == 0
+        reader.clear()
+        assert not reader.lookup_many(keys).mask.any() and reader.stats.hits == 4
+        with pytest.raises(ValueError, match="extent index"):  # outside: fails when read
+            list(reader.read_many(outside[:1]))

@@ -50,6 +50,7 @@ from parvox.slicing.plane import Plane
 from parvox.volume.layout import Layout
 
 __all__ = [
+    "BlockRefs",
     "Part",
     "PartBatch",
     "PartExtractor",
@@ -143,6 +144,60 @@ class PartBatch:
             for ext, a, b in zip(self.extents.tolist(), starts, ends, strict=True)
             if b > a
         ]
+
+
+@dataclasses.dataclass(frozen=True)
+class BlockRefs:
+    """Blocks as the compiled kernel reaches them: the addresses of their C-contiguous data,
+    all of one dtype and channel count, and ``held`` keeping them alive.
+
+    :meth:`of` checks a list of arrays; :meth:`ExtentReader.lookup_many
+    <parvox.volume.ExtentReader.lookup_many>` gives the addresses of cached blocks (all of the
+    store's slot shape and dtype, C-contiguous) without a step per block in Python.
+
+    Examples
+    --------
+    >>> refs = BlockRefs.of([np.zeros((3, 3, 3), np.uint8)] * 2, (3, 3, 3))
+    >>> len(refs), refs.channels, refs.dtype
+    (2, 1, dtype('uint8'))
+    """
+
+    addresses: np.ndarray
+    dtype: np.dtype
+    channels: int
+    held: Any = None
+
+    @classmethod
+    def of(cls, blocks: Sequence[np.ndarray], slot: tuple[int, ...]) -> BlockRefs:
+        """The references of ``blocks`` (at least one), after checking that each has shape
+        ``slot`` (+ channels) and the dtype and channels of the first (C-contiguous copies of
+        the others are made and held)."""
+        first = blocks[0]
+        checked = [_checked(b, first, slot) for b in blocks]
+        addresses = np.fromiter((b.ctypes.data for b in checked), dtype=np.intp,
+                                count=len(checked))
+        nch = 1 if first.ndim == 3 else first.shape[3]
+        return cls(addresses, np.dtype(first.dtype), int(nch), checked)
+
+    def __len__(self) -> int:
+        return int(self.addresses.size)
+
+    def take(self, sel: Any) -> BlockRefs:
+        """The references ``sel`` selects (a slice or indices; the holder is kept whole)."""
+        return BlockRefs(self.addresses[sel], self.dtype, self.channels, self.held)
+
+
+def _checked(block: np.ndarray, first: np.ndarray, slot: tuple[int, ...]) -> np.ndarray:
+    """``block`` as the kernel reads it (C order), after checking its shape and dtype (the
+    kernel reads it through its address)."""
+    if block.shape[:3] != slot or block.ndim not in (3, 4) or (
+        block.shape[3:] != first.shape[3:] or block.dtype != first.dtype
+    ):
+        raise ValueError(
+            f"block must have shape {slot} (+channels) and the dtype and channels "
+            f"of the others, got {block.shape} {block.dtype}"
+        )
+    return block if block.flags.c_contiguous else np.ascontiguousarray(block)
 
 
 @intrinsic
@@ -473,13 +528,13 @@ class PartExtractor:
         return Part(int(batch.extents[0]), batch.index, batch.values)
 
     def extract_many(
-        self, blocks: Sequence[np.ndarray], keys: np.ndarray, ranges: np.ndarray
+        self, blocks: Sequence[np.ndarray] | BlockRefs, keys: np.ndarray, ranges: np.ndarray
     ) -> PartBatch:
         """The parts of several extents in one call of the compiled kernel.
 
         Parameters
         ----------
-        blocks : sequence of ndarray
+        blocks : sequence of ndarray, or BlockRefs
             The extents as read, one per key, all of one dtype and channel count.
         keys : ndarray, shape (n, 3)
             Their indices.
@@ -499,8 +554,10 @@ class PartExtractor:
             return PartBatch.from_parts(
                 [], 1 if self.out is None else self.out.shape[1], self.dtype
             )
-        nch = 1 if np.ndim(blocks[0]) == 3 else np.shape(blocks[0])[3]
-        vtype = np.dtype(blocks[0].dtype) if self.nearest else np.dtype(np.float32)
+        if not isinstance(blocks, BlockRefs):
+            blocks = BlockRefs.of(blocks, self.slot)
+        nch = blocks.channels
+        vtype = blocks.dtype if self.nearest else np.dtype(np.float32)
         cap = 0 if self.out is not None else int(self.capacity(ranges)[0].sum())
         if self.out is None and self.plane.zoom == 1:
             cap = min(cap, self.plane.size[0] * self.plane.size[1])
@@ -512,7 +569,7 @@ class PartExtractor:
 
     def kernel(
         self,
-        blocks: Sequence[np.ndarray],
+        blocks: Sequence[np.ndarray] | BlockRefs,
         keys: np.ndarray,
         ranges: np.ndarray,
         values: np.ndarray,
@@ -524,7 +581,7 @@ class PartExtractor:
         Parameters
         ----------
         blocks, keys, ranges
-            As :meth:`extract_many`'s (``keys`` ``(n, 3)`` int64, ``ranges`` ``(4, n)``).
+            As :meth:`extract_many`'s (``blocks`` arrays or their :class:`BlockRefs`) (``keys`` ``(n, 3)`` int64, ``ranges`` ``(4, n)``).
         values : ndarray, shape (cap, C)
             Where the parts' values go, extent after extent (float32, or the blocks' dtype
             with nearest sampling); may be a view into a message buffer. Unused with ``out``.
@@ -549,14 +606,13 @@ class PartExtractor:
         if runs is not None and self.plane.zoom != 1:
             raise ValueError("runs: run-length indices are for zoom 1 only")
         ranges = np.ascontiguousarray(np.asarray(ranges, dtype=np.int64).reshape(4, n).T)
-        blocks = [self._checked(b, blocks[0]) for b in blocks]  # keeps the copies alive
-        nch = 1 if blocks[0].ndim == 3 else blocks[0].shape[3]
+        if not isinstance(blocks, BlockRefs):
+            blocks = BlockRefs.of(blocks, self.slot)  # (holds the copies it made)
+        nch = blocks.channels
         lo = keys * self.extent
         bounds = np.concatenate([lo, np.minimum(lo + self.extent, self.shape)], axis=1)
-        addresses = np.fromiter(
-            (b.__array_interface__["data"][0] for b in blocks), dtype=np.intp, count=n
-        )
-        vtype = blocks[0].dtype if self.nearest else np.dtype(np.float32)
+        addresses = np.ascontiguousarray(blocks.addresses, dtype=np.intp)
+        vtype = blocks.dtype if self.nearest else np.dtype(np.float32)
         out = self.out if self.out is not None else np.empty((0, nch), vtype)
         if out.dtype != vtype:
             raise ValueError(f"out: rows must be {vtype} for these blocks, got {out.dtype}")
@@ -566,7 +622,7 @@ class PartExtractor:
         index = np.empty(0, np.int64) if index is None else index
         runs = np.empty((0, 2), np.int64) if runs is None else runs
         counts = np.empty(n, np.int64)
-        like = np.empty(0, blocks[0].dtype)
+        like = np.empty(0, blocks.dtype)
         slot = np.asarray((*self.slot, nch), np.int64)
         width = self.plane.size[1]
         if self.nearest:  # a copy of the voxels' bits: one compiled kernel per item size
@@ -580,18 +636,6 @@ class PartExtractor:
                 self.params, self.plane.zoom, width, out, index, values, counts, runs,
             )  # fmt: skip
         return counts, int(m), int(r)
-
-    def _checked(self, block: np.ndarray, first: np.ndarray) -> np.ndarray:
-        """``block`` as the kernel reads it (C order), after checking its shape and dtype
-        (the kernel reads it through its address)."""
-        if block.shape[:3] != self.slot or block.ndim not in (3, 4) or (
-            block.shape[3:] != first.shape[3:] or block.dtype != first.dtype
-        ):
-            raise ValueError(
-                f"block must have shape {self.slot} (+channels) and the dtype and channels "
-                f"of the others, got {block.shape} {block.dtype}"
-            )
-        return block if block.flags.c_contiguous else np.ascontiguousarray(block)
 
     def capacity(self, ranges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Upper bounds, per extent, of the rows of values and of the runs of the parts of

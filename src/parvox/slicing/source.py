@@ -36,6 +36,7 @@ Examples
 from __future__ import annotations
 
 import concurrent.futures as cf
+import itertools
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -48,7 +49,7 @@ from parvox.slicing.extents import cut_extents
 from parvox.slicing.levels import AUTO, auto_level, parse_level, plane_at_level
 from parvox.slicing.message import INDEX, RUNS, header_bytes, values_bytes
 from parvox.slicing.plane import Plane
-from parvox.slicing.resample import PartBatch, PartExtractor, values_dtype
+from parvox.slicing.resample import BlockRefs, PartBatch, PartExtractor, values_dtype
 from parvox.threads import resolve_threads
 from parvox.volume.cache import DEFAULT_CACHE_BYTES, ExtentReader
 from parvox.volume.config import DiskMap, resolve_disk_map
@@ -57,7 +58,16 @@ from parvox.volume.store import VolumeStore
 if TYPE_CHECKING:
     from mpi4py import MPI
 
-__all__ = ["CHUNK", "Key", "SliceSource", "as_key", "extract_blocks", "extract_message"]
+__all__ = [
+    "CHUNK",
+    "GROUPS_PER_THREAD",
+    "Cached",
+    "Key",
+    "SliceSource",
+    "as_key",
+    "extract_blocks",
+    "extract_message",
+]
 
 #: an extent index ``(kz, ky, kx)``
 Key = tuple[int, int, int]
@@ -78,6 +88,13 @@ def as_key(values: Iterable[Any]) -> Key:
 #: extents per kernel call when extracting blocks as they are read
 CHUNK = 64
 
+#: kernel calls per compute thread for the cached extents of a request (:class:`SliceSource`)
+GROUPS_PER_THREAD = 2
+
+#: blocks already in memory: the columns of their keys and their references, in that order
+#: (:meth:`SliceSource.cached`)
+Cached = tuple[np.ndarray, BlockRefs]
+
 
 def _groups(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
     """``items`` in lists of ``size`` (the last one shorter; none when ``items`` is empty)."""
@@ -91,6 +108,51 @@ def _groups(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
         yield group
 
 
+def _even_work(ranges: np.ndarray, parts: int) -> list[tuple[int, int]]:
+    """``[a, b)`` bounds of ``parts`` consecutive groups of extents with ``(4, n)`` sample
+    ranges ``ranges`` of about equal work (their sample rectangles, plus one per extent), so
+    that threads running the groups finish together."""
+    k0, k1, l0, l1 = ranges
+    work = np.cumsum(np.maximum(k1 - k0, 0) * np.maximum(l1 - l0, 0) + 1)
+    cuts = np.searchsorted(work, work[-1] * np.arange(1, parts) / parts, side="right")
+    ends = [0, *np.unique(cuts[(cuts > 0) & (cuts < work.size)]).tolist(), int(work.size)]
+    return list(itertools.pairwise(ends))
+
+
+def _groups_of(
+    cached: Cached | None, chunk: int, pool: cf.Executor | None, groups: int | None
+) -> int:
+    """How many kernel calls extract the ``cached`` blocks: ``groups``, else one without
+    ``pool``, else one per ``chunk`` of them."""
+    if groups is not None:
+        return max(1, int(groups))
+    n = 0 if cached is None else int(cached[0].size)
+    return 1 if pool is None else max(1, -(-n // chunk))
+
+
+def _chunks(
+    blocks: Iterable[tuple[Key, np.ndarray]],
+    keys: np.ndarray,
+    ranges: np.ndarray,
+    chunk: int,
+    cached: Cached | None,
+    groups: int,
+) -> Iterator[tuple[np.ndarray, BlockRefs | list[np.ndarray]]]:
+    """The kernel calls' inputs: (columns of ``keys``, their blocks), first the ``cached``
+    blocks (sliced from arrays, in ``groups`` calls of about equal work), then ``blocks`` as
+    they come, ``chunk`` at a time."""
+    if cached is not None and cached[0].size:
+        cols, refs = cached
+        for a, b in _even_work(ranges[:, cols], groups):
+            yield cols[a:b], refs.take(slice(a, b))
+    column: dict[Any, int] | None = None
+    for group in _groups(blocks, chunk):
+        if column is None:
+            column = {key: i for i, key in enumerate(map(tuple, keys.tolist()))}
+        cols = np.fromiter((column[key] for key, _ in group), dtype=np.int64, count=len(group))
+        yield cols, [block for _, block in group]
+
+
 def extract_blocks(
     extractor: PartExtractor,
     blocks: Iterable[tuple[Key, np.ndarray]],
@@ -98,29 +160,33 @@ def extract_blocks(
     ranges: np.ndarray,
     pool: cf.Executor | None = None,
     chunk: int = CHUNK,
+    cached: Cached | None = None,
+    groups: int | None = None,
 ) -> PartBatch:
     """The parts of ``blocks`` (``(key, block)`` pairs in any order, e.g. as they are read).
 
     ``keys`` (``(n, 3)``) are the extents the blocks belong to and ``ranges`` (``(4, n)``)
     their sample ranges (``grid_ranges``). The blocks are extracted ``chunk`` at a time, one
     kernel call each, while the next are still being read; with ``pool`` the kernels (which
-    release the GIL) run in its threads.
+    release the GIL) run in its threads. ``cached`` (:meth:`SliceSource.cached`) are blocks
+    of ``keys`` already in memory, extracted first, with no step per block in Python, in
+    ``groups`` kernel calls of about equal work (by default one without ``pool``, else one
+    per ``chunk`` of them); ``blocks`` are then the others.
     """
     keys = np.asarray(keys, dtype=np.int64).reshape(-1, 3)
     ranges = np.asarray(ranges, dtype=np.int64).reshape(4, -1)
-    column = {key: i for i, key in enumerate(map(tuple, keys.tolist()))}
     batches: list[Any] = []
 
-    def run(group: list[tuple[Key, np.ndarray]]) -> None:
-        cols = [column[key] for key, _ in group]
-        args = ([block for _, block in group], keys[cols], ranges[:, cols])
+    def run(cols: np.ndarray, group: BlockRefs | list[np.ndarray]) -> None:
+        args = (group, keys[cols], ranges[:, cols])
         batches.append(extractor.extract_many(*args) if pool is None
                        else pool.submit(extractor.extract_many, *args))
 
-    for group in _groups(blocks, chunk):
-        run(group)
+    ngroups = _groups_of(cached, chunk, pool, groups)
+    for cols, group in _chunks(blocks, keys, ranges, chunk, cached, ngroups):
+        run(cols, group)
     if not batches:
-        run([])
+        run(np.empty(0, np.int64), [])
     return PartBatch.concat(
         [b.result() if isinstance(b, cf.Future) else b for b in batches]
     )
@@ -136,6 +202,8 @@ def extract_message(
     alloc: Callable[[int], np.ndarray] | None = None,
     pool: cf.Executor | None = None,
     chunk: int = CHUNK,
+    cached: Cached | None = None,
+    groups: int | None = None,
 ) -> np.ndarray:
     """The parts of ``blocks`` as one message (:mod:`parvox.slicing.message`), the kernel
     writing the values straight into it.
@@ -144,7 +212,8 @@ def extract_message(
     ``alloc(nbytes)``: the ``uint8`` buffer (a message pool's; a new array by default),
     sized for the largest parts the sample ranges allow, of which the message is a prefix.
     Zoom-1 parts get run-length indices. With ``pool`` every chunk of extents gets a region
-    of its own, and the values are moved together at the end.
+    of its own, and the values are moved together at the end. ``cached``, ``groups``: as
+    :func:`extract_blocks`'.
 
     Examples
     --------
@@ -175,16 +244,14 @@ def extract_message(
     values = buf[h : h + int(rows_cap.sum()) * channels * dt.itemsize].view(dt)
     values = values.reshape(-1, channels)
     scratch = np.empty(int(words_cap.sum()), np.int64)  # the indices, appended at the end
-    column = {key: i for i, key in enumerate(map(tuple, keys.tolist()))}
     done: list[Any] = []  # (columns, value offset, word offset, kernel result or future)
     at = [0, 0]  # where the next chunk writes: values, index words
 
-    def run(group: list[tuple[Key, np.ndarray]]) -> None:
-        cols = np.asarray([column[key] for key, _ in group], dtype=np.int64)
+    def run(cols: np.ndarray, group: BlockRefs | list[np.ndarray]) -> None:
         vo, wo = at
         vn, wn = int(rows_cap[cols].sum()), int(words_cap[cols].sum())
         idx = scratch[wo : wo + wn]
-        args = ([block for _, block in group], keys[cols], ranges[:, cols], values[vo : vo + vn])
+        args = (group, keys[cols], ranges[:, cols], values[vo : vo + vn])
         kw = {"runs": idx.reshape(-1, 2)} if rle else {"index": idx}
         if pool is None:
             res = extractor.kernel(*args, **kw)
@@ -194,8 +261,9 @@ def extract_message(
             done.append((cols, vo, wo, pool.submit(extractor.kernel, *args, **kw)))
             at[0], at[1] = vo + vn, wo + wn
 
-    for group in _groups(blocks, chunk):
-        run(group)
+    ngroups = _groups_of(cached, chunk, pool, groups)
+    for cols, group in _chunks(blocks, keys, ranges, chunk, cached, ngroups):
+        run(cols, group)
     order, counts, pieces = [], [], []
     m = words = 0
     for cols, vo, wo, res in done:
@@ -289,6 +357,9 @@ class SliceSource:
             cf.ThreadPoolExecutor(compute_threads, thread_name_prefix="parvox-extract")
             if compute_threads > 1 else None
         )  # fmt: skip
+        # kernel calls for the cached extents of a request: two per compute thread, of about
+        # equal work, so that the threads finish together with few calls' Python
+        self._groups = GROUPS_PER_THREAD * compute_threads if compute_threads > 1 else 1
 
     def __enter__(self) -> SliceSource:
         return self
@@ -412,6 +483,28 @@ class SliceSource:
         keys, ranges, owner = keys[order], ranges[:, order], self._owner[disk[order]]
         return [(keys[owner == r], ranges[:, owner == r]) for r in range(self.nranks)]
 
+    def cached(self, keys: np.ndarray) -> tuple[Cached, np.ndarray]:
+        """The extents of ``keys`` (``(n, 3)``) in the reader's cache, found with one
+        vectorised lookup (:meth:`~parvox.volume.ExtentReader.lookup_many`), and the keys
+        missed (to read).
+
+        Returns
+        -------
+        cached : (ndarray, BlockRefs)
+            The columns of ``keys`` found and their blocks' references (for
+            :func:`extract_blocks`' and :func:`extract_message`'s ``cached``).
+        missed : ndarray, shape (m, 3)
+            The other keys, in the order given.
+        """
+        keys = np.asarray(keys, dtype=np.int64).reshape(-1, 3)
+        found = self.reader.lookup_many(keys)
+        cols = np.flatnonzero(found.mask)
+        first = found.blocks[0] if cols.size else np.empty((0, 0, 0), self.meta.dtype)
+        shape: tuple[int, ...] = first.shape
+        refs = BlockRefs(found.addresses, np.dtype(first.dtype),
+                         1 if len(shape) == 3 else int(shape[3]), found.blocks)
+        return (cols, refs), keys[~found.mask]
+
     def parts_of(
         self,
         plane: Plane,
@@ -419,14 +512,17 @@ class SliceSource:
         keys: np.ndarray,
         ranges: np.ndarray,
         out: np.ndarray | None = None,
+        cached: Cached | None = None,
     ) -> PartBatch:
-        """The parts of read ``blocks`` of extents ``keys`` (see :func:`extract_blocks`).
+        """The parts of read ``blocks`` of extents ``keys`` (see :func:`extract_blocks`; with
+        ``cached`` from :meth:`cached`, ``blocks`` are the others).
 
         With ``out`` (zoom 1: the slice's rows from :func:`~parvox.slicing.new_rows`) the
         pixels are written there and the batch is empty.
         """
         extractor = PartExtractor(self.layout, plane, out, self.meta.dtype)
-        return extract_blocks(extractor, blocks, keys, ranges, self._pool)
+        return extract_blocks(extractor, blocks, keys, ranges, self._pool, cached=cached,
+                              groups=self._groups)
 
     def message_of(
         self,
@@ -436,20 +532,23 @@ class SliceSource:
         ranges: np.ndarray,
         request: int = 0,
         alloc: Callable[[int], np.ndarray] | None = None,
+        cached: Cached | None = None,
     ) -> np.ndarray:
         """The parts of read ``blocks`` as one message, written in place by the kernel
-        (:func:`extract_message`; ``alloc``: the message buffer's allocator)."""
+        (:func:`extract_message`; ``alloc``: the message buffer's allocator; ``cached`` as
+        :meth:`parts_of`')."""
         extractor = PartExtractor(self.layout, plane, None, self.meta.dtype)
         return extract_message(extractor, blocks, keys, ranges, self.channels, request, alloc,
-                               self._pool)
+                               self._pool, cached=cached, groups=self._groups)
 
     def read_message(
         self, plane: Plane, keys: np.ndarray, ranges: np.ndarray, request: int = 0,
         alloc: Callable[[int], np.ndarray] | None = None,
     ) -> np.ndarray:
         """:meth:`read_parts` into one message (:meth:`message_of`)."""
-        blocks = self.reader.read_many(np.asarray(keys).tolist())
-        return self.message_of(plane, blocks, keys, ranges, request, alloc)
+        cached, missed = self.cached(keys)
+        blocks = self.reader.read_many(missed) if missed.size else iter(())
+        return self.message_of(plane, blocks, keys, ranges, request, alloc, cached)
 
     def read(self, keys: np.ndarray) -> list[tuple[Key, np.ndarray]]:
         """Read extents ``keys`` (``(n, 3)``, through the cache); ``(key, block)`` pairs in
@@ -462,7 +561,9 @@ class SliceSource:
         """Read ``keys`` and extract the parts of the extents as they are read.
 
         ``keys`` and ``ranges`` are one entry of :meth:`extents_by_rank`; ``out`` as in
-        :meth:`parts_of`.
+        :meth:`parts_of`. The cached extents (:meth:`cached`) are extracted first, with no
+        step per extent in Python, then the others as they are read.
         """
-        blocks = self.reader.read_many(np.asarray(keys).tolist())
-        return self.parts_of(plane, blocks, keys, ranges, out)
+        cached, missed = self.cached(keys)
+        blocks = self.reader.read_many(missed) if missed.size else iter(())
+        return self.parts_of(plane, blocks, keys, ranges, out, cached)

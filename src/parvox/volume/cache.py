@@ -42,7 +42,7 @@ import numpy as np
 
 from parvox.volume.store import VolumeStore
 
-__all__ = ["DEFAULT_CACHE_BYTES", "CacheStats", "ExtentReader"]
+__all__ = ["DEFAULT_CACHE_BYTES", "CacheHits", "CacheStats", "ExtentReader"]
 
 DEFAULT_CACHE_BYTES = 256 << 20
 
@@ -60,6 +60,26 @@ class CacheStats:
     def as_dict(self) -> dict[str, int]:
         """The counters as a dict."""
         return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class CacheHits:
+    """The extents of a batch found in the cache (:meth:`ExtentReader.lookup_many`).
+
+    Attributes
+    ----------
+    mask : ndarray of bool, shape (n,)
+        Which keys of the batch were cached.
+    blocks : ndarray of object, shape (mask.sum(),)
+        Their blocks, in the batch's order (read-only, C-contiguous; held here, so a later
+        eviction cannot free them while the holder uses them).
+    addresses : ndarray of intp, shape (mask.sum(),)
+        The address of each block's data (for compiled kernels that reach blocks by address).
+    """
+
+    mask: np.ndarray
+    blocks: np.ndarray
+    addresses: np.ndarray
 
 
 class ExtentReader:
@@ -107,7 +127,12 @@ class ExtentReader:
         self.verify = verify
         self.evict = evict
         self.stats = CacheStats()
-        self._cache: collections.OrderedDict[Key, np.ndarray] = collections.OrderedDict()
+        # keyed by the extents' linear indices, least recently used first; beside it, by linear
+        # index, every cached block and its data's address (0: not cached), for the
+        # vectorised lookups of lookup_many
+        self._cache: collections.OrderedDict[int, np.ndarray] = collections.OrderedDict()
+        self._held = np.empty(store.layout.count, dtype=object)
+        self._addr = np.zeros(store.layout.count, dtype=np.intp)
         self._used = 0
         self._lock = threading.Lock()
         self._pool: cf.ThreadPoolExecutor | None = None
@@ -127,30 +152,74 @@ class ExtentReader:
         """Bytes held by the cache now."""
         return self._used
 
+    def _linear(self, key: Key) -> int | None:
+        """The linear index of ``key``, ``None`` outside the extent grid (never cached)."""
+        if all(0 <= k < n for k, n in zip(key, self.store.layout.nextents, strict=True)):
+            return int(self.store.layout.linear_index(*key))
+        return None
+
     def _lookup(self, key: Key) -> np.ndarray | None:
+        lin = self._linear(key)
         with self._lock:
-            block = self._cache.get(key)
-            if block is not None:
-                self._cache.move_to_end(key)
+            block = None if lin is None else self._cache.get(lin)
+            if lin is not None and block is not None:
+                self._cache.move_to_end(lin)
                 self.stats.hits += 1
             return block
 
     def _insert(self, key: Key, block: np.ndarray) -> None:
-        if block.nbytes > self.cache_bytes:
+        lin = self._linear(key)
+        if block.nbytes > self.cache_bytes or lin is None:
             return
         with self._lock:
-            if key in self._cache:
+            if lin in self._cache:
                 return
-            self._cache[key] = block
+            self._cache[lin] = block
+            self._held[lin] = block
+            self._addr[lin] = block.__array_interface__["data"][0]
             self._used += block.nbytes
             while self._used > self.cache_bytes:
-                _, old = self._cache.popitem(last=False)
+                old_lin, old = self._cache.popitem(last=False)
+                self._held[old_lin] = None
+                self._addr[old_lin] = 0
                 self._used -= old.nbytes
+
+    def lookup_many(self, keys: np.ndarray) -> CacheHits:
+        """The cached extents among ``keys`` (``(n, 3)``), found with one vectorised lookup
+        under one lock; they count as hits and become the most recently used, in the order
+        given (as :meth:`read_many` would make them). Keys outside the extent grid are misses.
+
+        Examples
+        --------
+        >>> import tempfile, os
+        >>> from parvox.volume import ingest_array, VolumeStore
+        >>> path = ingest_array(np.ones((8, 8, 8), np.uint8), os.path.join(tempfile.mkdtemp(),
+        ...                     "v"), extent=(4, 4, 4), progress=False)
+        >>> reader = ExtentReader(VolumeStore(path))
+        >>> _ = reader.get((0, 1, 0))
+        >>> hits = reader.lookup_many(np.array([[0, 0, 0], [0, 1, 0]]))
+        >>> hits.mask.tolist(), hits.blocks[0].shape, reader.stats.hits
+        ([False, True], (5, 5, 5), 1)
+        """
+        keys = np.asarray(keys, dtype=np.int64).reshape(-1, 3)
+        lay = self.store.layout
+        inside = np.all((keys >= 0) & (keys < np.asarray(lay.nextents)), axis=1)
+        lin = np.where(inside, lay.linear_index(keys[:, 0], keys[:, 1], keys[:, 2]), 0)
+        with self._lock:
+            addr = self._addr[lin]
+            mask = inside & (addr != 0)
+            lin = lin[mask]
+            blocks = self._held[lin]
+            collections.deque(map(self._cache.move_to_end, lin.tolist()), maxlen=0)
+            self.stats.hits += int(lin.size)
+        return CacheHits(mask, blocks, addr[mask])
 
     def clear(self) -> None:
         """Empty the cache (counters are kept)."""
         with self._lock:
             self._cache.clear()
+            self._held[:] = None
+            self._addr[:] = 0
             self._used = 0
 
     # -- reads -------------------------------------------------------------------------------
@@ -192,6 +261,8 @@ class ExtentReader:
         wait = due - time.perf_counter() if due else 0.0
         if wait > 0:  # the emulated disk is slower than the file
             time.sleep(wait)
+        if not block.flags.c_contiguous:  # (the cache hands out blocks' addresses)
+            block = np.ascontiguousarray(block)
         block.setflags(write=False)
         with self._lock:
             self.stats.misses += 1
@@ -215,19 +286,11 @@ class ExtentReader:
         > 1) by the thread pool with at most ``2 * threads`` reads queued, yielded as they
         finish; the consumer's work (extraction) overlaps the I/O still in flight.
         """
-        misses: list[Key] = []
-        hits: list[tuple[Key, np.ndarray]] = []
-        with self._lock:  # one lock for all the lookups
-            for key in keys:
-                k = (int(key[0]), int(key[1]), int(key[2]))
-                block = self._cache.get(k)
-                if block is None:
-                    misses.append(k)
-                else:
-                    self._cache.move_to_end(k)
-                    hits.append((k, block))
-            self.stats.hits += len(hits)
-        yield from hits
+        karr = np.asarray(keys if isinstance(keys, np.ndarray) else list(keys), dtype=np.int64)
+        karr = karr.reshape(-1, 3)
+        found = self.lookup_many(karr)  # one lock for all the lookups
+        yield from zip(map(tuple, karr[found.mask].tolist()), found.blocks.tolist(), strict=True)
+        misses: list[Key] = [(kz, ky, kx) for kz, ky, kx in karr[~found.mask].tolist()]
         if not misses:
             return
         where = [self.store.span(*key) for key in misses]
