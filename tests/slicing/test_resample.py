@@ -233,3 +233,15 @@ def test_messages_carry_exact_uint64_ids():
     assert np.array_equal(merge_parts([part], plane, 1, np.uint64), rows.reshape(2, 3))
     with pytest.raises(ValueError, match="buf"):
         unpack_parts(buf, 1)  # float32: half the bytes
+
+
+def test_block_refs_refuse_to_travel_to_another_process():
+    """Block references are addresses in this process: pickling them (to send them to another
+    rank) is refused instead of handing that rank addresses it would crash on."""
+    import pickle
+
+    from parvox.slicing.resample import BlockRefs
+
+    refs = BlockRefs.of([np.zeros((3, 3, 3), np.uint8)] * 2, (3, 3, 3))
+    with pytest.raises(TypeError, match="addresses"):
+        pickle.dumps(refs)

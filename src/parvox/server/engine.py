@@ -89,7 +89,7 @@ from parvox.slicing import (
     place_message,
     unpack_parts,
 )
-from parvox.slicing.source import Key, SliceSource
+from parvox.slicing.source import Fetched, SliceSource
 from parvox.threads import resolve_threads
 from parvox.volume import DiskMap, VolumeStore
 
@@ -245,8 +245,11 @@ class SliceService:
             #: the rank encoding the slices of :meth:`submit_encoded` (0 or ``merge_rank``)
             self.encode_rank = placement.pop("encode", 0)
             # the seed's Fig. 7 (rank 0 cuts batches) or Fig. 10 (each server its own extents)
+            # cached extents go from the read to the extract stage by address, unless the
+            # extract stage runs on a rank of its own (then they travel as blocks)
+            self._by_address = "extract" not in placement
             split, read = ((self._split, self._read) if options.split == "batches"
-                           else whole_request(self.source))
+                           else whole_request(self.source, self._by_address))
             op = Operation(
                 "slice" if merge_rank == 0 else "slice-parts",
                 split=split,
@@ -313,18 +316,17 @@ class SliceService:
                     yield Token(r, {"plane": plane, "level": level, "rounded": rounded,
                                     "keys": k, "ranges": g})
 
-    def _read(
-        self, token: dict[str, Any]
-    ) -> tuple[dict[str, Any], list[tuple[Key, np.ndarray]]]:
-        return token, self.source.level_source(token["level"]).read(token["keys"])
+    def _read(self, token: dict[str, Any]) -> Fetched:
+        src = self.source.level_source(token["level"])
+        return token, *src.fetch(token["keys"], self._by_address)
 
-    def _extract(self, work: tuple[dict[str, Any], list[tuple[Key, np.ndarray]]]) -> np.ndarray:
-        token, blocks = work
+    def _extract(self, work: Fetched) -> np.ndarray:
+        token, blocks, cached = work
         src = self.source.level_source(token["level"])
         # the kernel writes the message itself, in a buffer of the runtime's pool: the
-        # runtime gives it back once sent or merged
+        # runtime gives it back once sent or merged; the cached extents reach it by address
         buf = src.message_of(token["plane"], blocks, token["keys"], token["ranges"],
-                             alloc=self.flow.pool.take)
+                             alloc=self.flow.pool.take, cached=cached)
         if not token["rounded"]:
             return buf
         small = round_message(buf, src.channels, src.meta.dtype, alloc=self.flow.pool.take)

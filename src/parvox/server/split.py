@@ -32,11 +32,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import numpy as np
-
 from parvox.dataflow import Token
 from parvox.errors import ParameterError
-from parvox.slicing.source import Key, SliceSource
+from parvox.slicing.source import Fetched, SliceSource
 
 __all__ = ["SPLITS", "parse_split", "whole_request"]
 
@@ -44,7 +42,7 @@ __all__ = ["SPLITS", "parse_split", "whole_request"]
 SPLITS = ("batches", "whole")
 
 Split = Callable[[tuple[Any, ...]], Iterator[Token]]
-Read = Callable[[dict[str, Any]], tuple[dict[str, Any], list[tuple[Key, np.ndarray]]]]
+Read = Callable[[dict[str, Any]], Fetched]
 
 
 def parse_split(split: object) -> str:
@@ -60,14 +58,16 @@ def parse_split(split: object) -> str:
     return split
 
 
-def whole_request(source: SliceSource) -> tuple[Split, Read]:
+def whole_request(source: SliceSource, by_address: bool = True) -> tuple[Split, Read]:
     """The split and read stage of the ``"whole"`` variant on this rank's ``source``.
 
     The split takes a request ``(plane, level, rounded, ...)`` and yields one token
     ``{"plane", "level", "rounded"}`` per rank serving disks; the read stage finds the extents of this
     rank's disks the plane cuts (:meth:`~parvox.slicing.source.SliceSource.extents_by_rank`),
     reads them and hands on the token completed with their ``keys`` and sample ``ranges``, as
-    the ``"batches"`` split makes it, so the extract stage and the merge are the same.
+    the ``"batches"`` split makes it, so the extract stage and the merge are the same. The
+    cached extents go by address (:meth:`~parvox.slicing.source.SliceSource.fetch`) unless
+    ``by_address`` is false: the extract stage runs on another rank.
 
     Examples
     --------
@@ -81,9 +81,9 @@ def whole_request(source: SliceSource) -> tuple[Split, Read]:
     ...     split, read = whole_request(source)
     ...     plane = source.plane(center=(3, 8, 8), normal=(1, 0, 0), size=(16, 16))
     ...     [token] = split((plane, 0, False))
-    ...     work, blocks = read(token.payload)
-    >>> token.dest, len(work["keys"]), len(blocks)  # rank 0; the plane z = 3 cuts 4 extents
-    (0, 4, 4)
+    ...     work, blocks, (cached, _) = read(token.payload)
+    >>> token.dest, len(work["keys"]), len(blocks), len(cached)  # z = 3 cuts 4 extents, read
+    (0, 4, 4, 0)
     """
 
     def split(request: tuple[Any, ...]) -> Iterator[Token]:
@@ -92,9 +92,9 @@ def whole_request(source: SliceSource) -> tuple[Split, Read]:
         for r in sorted(set(src.disk_map.owner)):
             yield Token(r, {"plane": plane, "level": level, "rounded": rounded})
 
-    def read(token: dict[str, Any]) -> tuple[dict[str, Any], list[tuple[Key, np.ndarray]]]:
+    def read(token: dict[str, Any]) -> Fetched:
         src = source.level_source(token["level"])
         keys, ranges = src.extents_by_rank(token["plane"])[source.rank]
-        return {**token, "keys": keys, "ranges": ranges}, src.read(keys)
+        return {**token, "keys": keys, "ranges": ranges}, *src.fetch(keys, by_address)
 
     return split, read

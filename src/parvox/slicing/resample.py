@@ -182,6 +182,12 @@ class BlockRefs:
     def __len__(self) -> int:
         return int(self.addresses.size)
 
+    def __reduce__(self) -> Any:
+        raise TypeError(
+            "BlockRefs hold addresses in this process and cannot be sent to another: "
+            "send the blocks"
+        )
+
     def take(self, sel: Any) -> BlockRefs:
         """The references ``sel`` selects (a slice or indices; the holder is kept whole)."""
         return BlockRefs(self.addresses[sel], self.dtype, self.channels, self.held)

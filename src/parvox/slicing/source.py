@@ -62,6 +62,7 @@ __all__ = [
     "CHUNK",
     "GROUPS_PER_THREAD",
     "Cached",
+    "Fetched",
     "Key",
     "SliceSource",
     "as_key",
@@ -94,6 +95,10 @@ GROUPS_PER_THREAD = 2
 #: blocks already in memory: the columns of their keys and their references, in that order
 #: (:meth:`SliceSource.cached`)
 Cached = tuple[np.ndarray, BlockRefs]
+
+#: what a read stage hands to an extract stage: the work item, the blocks it read and the
+#: blocks that were cached (:meth:`SliceSource.fetch`)
+Fetched = tuple[dict[str, Any], list[tuple["Key", np.ndarray]], Cached | None]
 
 
 def _groups(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
@@ -549,6 +554,20 @@ class SliceSource:
         cached, missed = self.cached(keys)
         blocks = self.reader.read_many(missed) if missed.size else iter(())
         return self.message_of(plane, blocks, keys, ranges, request, alloc, cached)
+
+    def fetch(
+        self, keys: np.ndarray, by_address: bool = True
+    ) -> tuple[list[tuple[Key, np.ndarray]], Cached | None]:
+        """The extents of ``keys``: those not cached, read (:meth:`read`), and the cached
+        ones by reference (:meth:`cached`); for :meth:`message_of`'s ``blocks`` and
+        ``cached``, when reading and extracting are separate steps.
+
+        A reference is an address in this process: where the extraction may run in another
+        one, ``by_address=False`` reads every extent as a block (``cached`` is None)."""
+        if not by_address:
+            return self.read(keys), None
+        cached, missed = self.cached(keys)
+        return (self.read(missed) if missed.size else []), cached
 
     def read(self, keys: np.ndarray) -> list[tuple[Key, np.ndarray]]:
         """Read extents ``keys`` (``(n, 3)``, through the cache); ``(key, block)`` pairs in
