@@ -464,8 +464,7 @@ def _joseph(starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi, z_lo, 
 
 
 @numba.njit(nogil=True, cache=True)
-def _joseph_split(starts, ends, i, shape, lo, vox, idx, w, pv, pw, image, pf_lo, pf_hi,  # pragma: no cover
-                  z_lo, z_hi):
+def _joseph_split(starts, ends, i, shape, lo, vox, idx, w, pv, pw, z_lo, z_hi):  # pragma: no cover
     """:func:`_joseph`'s pairs of line ``i`` in a form the projectors read faster.
 
     The planes before the run of planes whose four neighbours all lie inside (see
@@ -475,8 +474,8 @@ def _joseph_split(starts, ends, i, shape, lo, vox, idx, w, pv, pw, image, pf_lo,
     the planes after the run give their pairs in ``idx[n_pre:n]``, ``w[n_pre:n]``. The run is
     computed by a loop without branches (SIMD); where one of its weights is 0 (a line through
     voxel centres) its planes are given as pairs instead (``m = 0``). Pairs and weights are
-    :func:`_joseph`'s, bit for bit. Returns ``(n_pre, n, m, sb, sc)``; prefetches the run's
-    voxels in ``[pf_lo, pf_hi)``.
+    :func:`_joseph`'s, bit for bit. Returns ``(n_pre, n, m, sb, sc)``. No prefetch: the
+    projectors prefetch the run of the next line while they use this one's.
     """
     k0, k1, ub0, dub, uc0, duc, factor, sa, sb, sc, nb, nc, fnb, fnc = _joseph_setup(
         starts, ends, i, shape, lo, vox, z_lo, z_hi)
@@ -519,13 +518,6 @@ def _joseph_split(starts, ends, i, shape, lo, vox, idx, w, pv, pw, image, pf_lo,
             n = _joseph_plane(k, ub0 + k * dub, uc0 + k * duc, factor, sa, sb, sc, nb, nc, fnb,
                               fnc, idx, w, n)
         m = 0
-    for p in range(m):
-        v = pv[p]
-        if v >= pf_lo and v < pf_hi:
-            _prefetch(image, v)
-            _prefetch(image, v + sc)
-            _prefetch(image, v + sb)
-            _prefetch(image, v + sb + sc)
     for k in range(kb, k1 + 1):
         n = _joseph_plane(k, ub0 + k * dub, uc0 + k * duc, factor, sa, sb, sc, nb, nc, fnb, fnc,
                           idx, w, n)
@@ -533,9 +525,14 @@ def _joseph_split(starts, ends, i, shape, lo, vox, idx, w, pv, pw, image, pf_lo,
 
 
 @numba.njit(nogil=True, cache=True, inline="always")
-def _dot_split(image, idx, w, n_pre, n, pv, pw, m, sb, sc):  # pragma: no cover - compiled
+def _dot_split(image, idx, w, n_pre, n, pv, pw, m, sb, sc, pv2, m2, sb2,  # pragma: no cover
+               sc2):
     """:func:`_dot` of :func:`_joseph_split`'s parts, bit for bit: the pairs in the order
-    prefix, run (plane by plane, four pairs each), suffix, pair ``k`` to sum ``k % 4``."""
+    prefix, run (plane by plane, four pairs each), suffix, pair ``k`` to sum ``k % 4``.
+
+    Prefetches the voxels of the next line's run (``pv2[:m2]``, strides ``sb2``, ``sc2``) as it
+    goes: spread over the sum, the misses load while it computes (a burst of them would stall
+    on the few misses a core can have in flight)."""
     s0 = 0.0
     s1 = 0.0
     s2 = 0.0
@@ -564,11 +561,23 @@ def _dot_split(image, idx, w, n_pre, n, pv, pw, m, sb, sc):  # pragma: no cover 
     else:
         u0, u1, u2, u3 = s3, s0, s1, s2
     for p in range(m):
+        if p < m2:
+            v = pv2[p]
+            _prefetch(image, v)
+            _prefetch(image, v + sc2)
+            _prefetch(image, v + sb2)
+            _prefetch(image, v + sb2 + sc2)
         v = pv[p]
         u0 += pw[0, p] * image[v]
         u1 += pw[1, p] * image[v + sc]
         u2 += pw[2, p] * image[v + sb]
         u3 += pw[3, p] * image[v + sb + sc]
+    for p in range(m, m2):
+        v = pv2[p]
+        _prefetch(image, v)
+        _prefetch(image, v + sc2)
+        _prefetch(image, v + sb2)
+        _prefetch(image, v + sb2 + sc2)
     k = n_pre
     while k + 4 <= n:
         u0 += w[k] * image[idx[k]]
@@ -595,7 +604,8 @@ def _dot_split(image, idx, w, n_pre, n, pv, pw, m, sb, sc):  # pragma: no cover 
 
 @numba.njit(nogil=True, cache=True)
 def _forward_joseph(image, starts, ends, shape, lo, vox, out):  # pragma: no cover - compiled
-    """:func:`forward` for Joseph through :func:`_joseph_split` (the same values, bit for bit)."""
+    """:func:`forward` for Joseph through :func:`_joseph_split` (the same values, bit for bit):
+    line ``i + 1`` is traced, then line ``i`` summed while line ``i + 1``'s run is prefetched."""
     n_lines = starts.shape[0]
     bound = scratch_size_joseph(shape)
     planes = max(shape[0], shape[1], shape[2])
@@ -603,21 +613,110 @@ def _forward_joseph(image, starts, ends, shape, lo, vox, out):  # pragma: no cov
     w = np.empty((2, bound), np.float64)
     pv = np.empty((2, planes), np.int64)
     pw = np.empty((2, 4, planes), np.float64)
-    size = image.shape[0]
     if n_lines == 0:
         return
     n0 = shape[0]
     n_pre, n, m, sb, sc = _joseph_split(starts, ends, 0, shape, lo, vox, idx[0], w[0], pv[0],
-                                        pw[0], image, 0, size, 0, n0)
+                                        pw[0], 0, n0)
     for i in range(n_lines):
         b = i & 1
         cur_pre, cur_n, cur_m, cur_sb, cur_sc = n_pre, n, m, sb, sc
-        if i + 1 < n_lines:
+        m = 0
+        if i + 1 < n_lines:  # traced without prefetching: _dot_split prefetches its run
             n_pre, n, m, sb, sc = _joseph_split(starts, ends, i + 1, shape, lo, vox, idx[1 - b],
-                                                w[1 - b], pv[1 - b], pw[1 - b], image, 0, size,
-                                                0, n0)
+                                                w[1 - b], pv[1 - b], pw[1 - b], 0, n0)
         out[i] = _dot_split(image, idx[b], w[b], cur_pre, cur_n, pv[b], pw[b], cur_m, cur_sb,
-                            cur_sc)
+                            cur_sc, pv[1 - b], m, sb, sc)
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _prefetch_run(image, pv, p, sb, sc, first, stop, whole):  # pragma: no cover - compiled
+    """Prefetch the four neighbours of plane ``p`` of a run (those in ``[first, stop)``)."""
+    v = pv[p]
+    if whole or (v + sb + sc >= first and v < stop):
+        _prefetch(image, v)
+        _prefetch(image, v + sc)
+        _prefetch(image, v + sb)
+        _prefetch(image, v + sb + sc)
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _add_split(image, v, idx, w, n, pv, pw, m, sb, sc, first, stop, whole, pv2, m2, sb2,  # pragma: no cover
+               sc2):
+    """Add ``v`` times :func:`_joseph_split`'s weights into ``image`` (voxels ``first <= j <
+    stop`` only, unless ``whole``). A line touches a voxel once: the order inside it is free.
+    Prefetches the next line's run as :func:`_dot_split` does."""
+    if whole:
+        for k in range(n):
+            image[idx[k]] += w[k] * v
+        for p in range(m):
+            if p < m2:
+                _prefetch_run(image, pv2, p, sb2, sc2, first, stop, whole)
+            j = pv[p]
+            image[j] += pw[0, p] * v
+            image[j + sc] += pw[1, p] * v
+            image[j + sb] += pw[2, p] * v
+            image[j + sb + sc] += pw[3, p] * v
+    else:
+        for k in range(n):
+            j = idx[k]
+            if j >= first and j < stop:
+                image[j] += w[k] * v
+        for p in range(m):
+            if p < m2:
+                _prefetch_run(image, pv2, p, sb2, sc2, first, stop, whole)
+            j = pv[p]
+            if j >= first and j < stop:
+                image[j] += pw[0, p] * v
+            if j + sc >= first and j + sc < stop:
+                image[j + sc] += pw[1, p] * v
+            if j + sb >= first and j + sb < stop:
+                image[j + sb] += pw[2, p] * v
+            if j + sb + sc >= first and j + sb + sc < stop:
+                image[j + sb + sc] += pw[3, p] * v
+    for p in range(m, m2):
+        _prefetch_run(image, pv2, p, sb2, sc2, first, stop, whole)
+
+
+@numba.njit(nogil=True, cache=True)
+def _back_joseph(values, starts, ends, shape, lo, vox, image, first, stop, reach_first,  # pragma: no cover
+                 reach_stop):
+    """:func:`back` for Joseph through :func:`_joseph_split` (the same image, bit for bit),
+    pipelined as :func:`_forward_joseph` is."""
+    n_lines = starts.shape[0]
+    bound = scratch_size_joseph(shape)
+    planes = max(shape[0], shape[1], shape[2])
+    idx = np.empty((2, bound), np.int64)
+    w = np.empty((2, bound), np.float64)
+    pv = np.empty((2, planes), np.int64)
+    pw = np.empty((2, 4, planes), np.float64)
+    whole = first == 0 and stop == image.shape[0]
+    nxt = 0  # the next line with a nonzero value that reaches the range
+    while nxt < n_lines and (values[nxt] == 0.0 or not (
+            whole or (reach_stop[nxt] > first and reach_first[nxt] < stop))):
+        nxt += 1
+    if nxt == n_lines:
+        return
+    b = 0
+    plane = shape[1] * shape[2]
+    z_lo = first // plane  # the planes that hold [first, stop)
+    z_hi = -(-stop // plane)
+    _, n, m, sb, sc = _joseph_split(starts, ends, nxt, shape, lo, vox, idx[0], w[0], pv[0],
+                                    pw[0], z_lo, z_hi)
+    while nxt < n_lines:
+        i = nxt
+        cur_n, cur_m, cur_sb, cur_sc = n, m, sb, sc
+        m = 0
+        nxt += 1
+        while nxt < n_lines and (values[nxt] == 0.0 or not (
+                whole or (reach_stop[nxt] > first and reach_first[nxt] < stop))):
+            nxt += 1
+        if nxt < n_lines:  # traced without prefetching: _add_split prefetches its run
+            _, n, m, sb, sc = _joseph_split(starts, ends, nxt, shape, lo, vox, idx[1 - b],
+                                            w[1 - b], pv[1 - b], pw[1 - b], z_lo, z_hi)
+        _add_split(image, values[i], idx[b], w[b], cur_n, pv[b], pw[b], cur_m, cur_sb, cur_sc,
+                   first, stop, whole, pv[1 - b], m, sb, sc)
+        b = 1 - b
 
 
 @numba.njit(nogil=True, cache=True, inline="always")
@@ -703,6 +802,10 @@ def back(values, starts, ends, shape, lo, vox, method, bound, image, first, stop
     not read and may be empty. Pipelined as :func:`forward` is (line ``i + 1`` is traced,
     prefetching the voxels in range, before line ``i`` is added).
     """
+    if method == JOSEPH:
+        _back_joseph(values, starts, ends, shape, lo, vox, image, first, stop, reach_first,
+                     reach_stop)
+        return
     n_lines = starts.shape[0]
     idx = np.empty((2, bound), np.int64)
     w = np.empty((2, bound), np.float64)
