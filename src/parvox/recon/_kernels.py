@@ -210,44 +210,51 @@ def _siddon(starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi, z_lo, 
             f2 += c2 * s2
             x2 = b2 + f2 * i2
         cur = cross
+    # one step per plane crossed: the segment up to the next crossing, then the crossing; each
+    # axis's branch does both (one unpredictable branch per step), the pair is written always
+    # and kept when its segment is not empty (no branch); voxels are prefetched when in
+    # [pf_lo, pf_hi) (one unsigned compare)
+    span = np.uint64(pf_hi - pf_lo) if pf_hi > pf_lo else np.uint64(0)
     n = 0
     while True:
         if x0 <= x1 and x0 <= x2:
-            m = 0
-            nxt = x0
-        elif x1 <= x2:
-            m = 1
-            nxt = x1
-        else:
-            m = 2
-            nxt = x2
-        seg = min(nxt, tmax) - cur
-        if seg > 0.0:
-            if voxel >= pf_lo and voxel < pf_hi:
+            seg = min(x0, tmax) - cur
+            if np.uint64(voxel - pf_lo) < span:
                 _prefetch(image, voxel)
             idx[n] = voxel
             w[n] = seg
-            n += 1
-        if nxt >= tmax:
-            break
-        cur = nxt
-        if m == 0:
-            if left0 == 0:
+            n += seg > 0.0
+            if x0 >= tmax or left0 == 0:
                 break
+            cur = x0
             left0 -= 1
             voxel += st0
             f0 += s0
             x0 = b0 + f0 * i0
-        elif m == 1:
-            if left1 == 0:
+        elif x1 <= x2:
+            seg = min(x1, tmax) - cur
+            if np.uint64(voxel - pf_lo) < span:
+                _prefetch(image, voxel)
+            idx[n] = voxel
+            w[n] = seg
+            n += seg > 0.0
+            if x1 >= tmax or left1 == 0:
                 break
+            cur = x1
             left1 -= 1
             voxel += st1
             f1 += s1
             x1 = b1 + f1 * i1
         else:
-            if left2 == 0:
+            seg = min(x2, tmax) - cur
+            if np.uint64(voxel - pf_lo) < span:
+                _prefetch(image, voxel)
+            idx[n] = voxel
+            w[n] = seg
+            n += seg > 0.0
+            if x2 >= tmax or left2 == 0:
                 break
+            cur = x2
             left2 -= 1
             voxel += s2
             f2 += s2
