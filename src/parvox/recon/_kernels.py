@@ -221,8 +221,9 @@ def _siddon(starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi, z_lo, 
             seg = min(x0, tmax) - cur
             if np.uint64(voxel - pf_lo) < span:
                 _prefetch(image, voxel)
-            idx[n] = voxel
-            w[n] = seg
+            un = np.uint64(n)
+            idx[un] = voxel
+            w[un] = seg
             n += seg > 0.0
             if x0 >= tmax or left0 == 0:
                 break
@@ -235,8 +236,9 @@ def _siddon(starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi, z_lo, 
             seg = min(x1, tmax) - cur
             if np.uint64(voxel - pf_lo) < span:
                 _prefetch(image, voxel)
-            idx[n] = voxel
-            w[n] = seg
+            un = np.uint64(n)
+            idx[un] = voxel
+            w[un] = seg
             n += seg > 0.0
             if x1 >= tmax or left1 == 0:
                 break
@@ -249,8 +251,9 @@ def _siddon(starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi, z_lo, 
             seg = min(x2, tmax) - cur
             if np.uint64(voxel - pf_lo) < span:
                 _prefetch(image, voxel)
-            idx[n] = voxel
-            w[n] = seg
+            un = np.uint64(n)
+            idx[un] = voxel
+            w[un] = seg
             n += seg > 0.0
             if x2 >= tmax or left2 == 0:
                 break
@@ -546,17 +549,17 @@ def _dot_split(image, idx, w, n_pre, n, pv, pw, m, sb, sc, pv2, m2, sb2,  # prag
     s3 = 0.0
     k = 0
     while k + 4 <= n_pre:
-        s0 += w[k] * image[idx[k]]
-        s1 += w[k + 1] * image[idx[k + 1]]
-        s2 += w[k + 2] * image[idx[k + 2]]
-        s3 += w[k + 3] * image[idx[k + 3]]
+        s0 += w[k] * image[np.uint64(idx[k])]
+        s1 += w[k + 1] * image[np.uint64(idx[k + 1])]
+        s2 += w[k + 2] * image[np.uint64(idx[k + 2])]
+        s3 += w[k + 3] * image[np.uint64(idx[k + 3])]
         k += 4
     if k < n_pre:
-        s0 += w[k] * image[idx[k]]
+        s0 += w[k] * image[np.uint64(idx[k])]
     if k + 1 < n_pre:
-        s1 += w[k + 1] * image[idx[k + 1]]
+        s1 += w[k + 1] * image[np.uint64(idx[k + 1])]
     if k + 2 < n_pre:
-        s2 += w[k + 2] * image[idx[k + 2]]
+        s2 += w[k + 2] * image[np.uint64(idx[k + 2])]
     # the run and the suffix: their j-th pair goes to sum (n_pre + j) % 4, u[j % 4] below
     r = n_pre & 3
     if r == 0:
@@ -575,10 +578,10 @@ def _dot_split(image, idx, w, n_pre, n, pv, pw, m, sb, sc, pv2, m2, sb2,  # prag
             _prefetch(image, v + sb2)
             _prefetch(image, v + sb2 + sc2)
         v = pv[p]
-        u0 += pw[0, p] * image[v]
-        u1 += pw[1, p] * image[v + sc]
-        u2 += pw[2, p] * image[v + sb]
-        u3 += pw[3, p] * image[v + sb + sc]
+        u0 += pw[0, p] * image[np.uint64(v)]
+        u1 += pw[1, p] * image[np.uint64(v + sc)]
+        u2 += pw[2, p] * image[np.uint64(v + sb)]
+        u3 += pw[3, p] * image[np.uint64(v + sb + sc)]
     for p in range(m, m2):
         v = pv2[p]
         _prefetch(image, v)
@@ -587,17 +590,17 @@ def _dot_split(image, idx, w, n_pre, n, pv, pw, m, sb, sc, pv2, m2, sb2,  # prag
         _prefetch(image, v + sb2 + sc2)
     k = n_pre
     while k + 4 <= n:
-        u0 += w[k] * image[idx[k]]
-        u1 += w[k + 1] * image[idx[k + 1]]
-        u2 += w[k + 2] * image[idx[k + 2]]
-        u3 += w[k + 3] * image[idx[k + 3]]
+        u0 += w[k] * image[np.uint64(idx[k])]
+        u1 += w[k + 1] * image[np.uint64(idx[k + 1])]
+        u2 += w[k + 2] * image[np.uint64(idx[k + 2])]
+        u3 += w[k + 3] * image[np.uint64(idx[k + 3])]
         k += 4
     if k < n:
-        u0 += w[k] * image[idx[k]]
+        u0 += w[k] * image[np.uint64(idx[k])]
     if k + 1 < n:
-        u1 += w[k + 1] * image[idx[k + 1]]
+        u1 += w[k + 1] * image[np.uint64(idx[k + 1])]
     if k + 2 < n:
-        u2 += w[k + 2] * image[idx[k + 2]]
+        u2 += w[k + 2] * image[np.uint64(idx[k + 2])]
     if r == 0:
         s0, s1, s2, s3 = u0, u1, u2, u3
     elif r == 1:
@@ -655,15 +658,15 @@ def _add_split(image, v, idx, w, n, pv, pw, m, sb, sc, first, stop, whole, pv2, 
     Prefetches the next line's run as :func:`_dot_split` does."""
     if whole:
         for k in range(n):
-            image[idx[k]] += w[k] * v
+            image[np.uint64(idx[k])] += w[k] * v
         for p in range(m):
             if p < m2:
                 _prefetch_run(image, pv2, p, sb2, sc2, first, stop, whole)
-            j = pv[p]
+            j = np.uint64(pv[p])
             image[j] += pw[0, p] * v
-            image[j + sc] += pw[1, p] * v
-            image[j + sb] += pw[2, p] * v
-            image[j + sb + sc] += pw[3, p] * v
+            image[j + np.uint64(sc)] += pw[1, p] * v
+            image[j + np.uint64(sb)] += pw[2, p] * v
+            image[j + np.uint64(sb + sc)] += pw[3, p] * v
     else:
         for k in range(n):
             j = idx[k]
@@ -742,7 +745,7 @@ def _trace(method, starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi,
 
 @numba.njit(nogil=True, cache=True, inline="always")
 def _dot(image, idx, w, n):  # pragma: no cover - compiled
-    """``sum_k w[k] * image[idx[k]]`` in four interleaved partial sums (pair ``k`` goes to sum
+    """``sum_k w[k] * image[np.uint64(idx[k])]`` in four interleaved partial sums (pair ``k`` goes to sum
     ``k % 4``), added as ``(s0 + s1) + (s2 + s3)``: four independent chains keep more loads in
     flight than one. :func:`forward` and :func:`rows_forward` both sum this way."""
     s0 = 0.0
@@ -751,17 +754,17 @@ def _dot(image, idx, w, n):  # pragma: no cover - compiled
     s3 = 0.0
     k = 0
     while k + 4 <= n:
-        s0 += w[k] * image[idx[k]]
-        s1 += w[k + 1] * image[idx[k + 1]]
-        s2 += w[k + 2] * image[idx[k + 2]]
-        s3 += w[k + 3] * image[idx[k + 3]]
+        s0 += w[k] * image[np.uint64(idx[k])]
+        s1 += w[k + 1] * image[np.uint64(idx[k + 1])]
+        s2 += w[k + 2] * image[np.uint64(idx[k + 2])]
+        s3 += w[k + 3] * image[np.uint64(idx[k + 3])]
         k += 4
     if k < n:
-        s0 += w[k] * image[idx[k]]
+        s0 += w[k] * image[np.uint64(idx[k])]
     if k + 1 < n:
-        s1 += w[k + 1] * image[idx[k + 1]]
+        s1 += w[k + 1] * image[np.uint64(idx[k + 1])]
     if k + 2 < n:
-        s2 += w[k + 2] * image[idx[k + 2]]
+        s2 += w[k + 2] * image[np.uint64(idx[k + 2])]
     return (s0 + s1) + (s2 + s3)
 
 
@@ -844,7 +847,7 @@ def back(values, starts, ends, shape, lo, vox, method, bound, image, first, stop
         wb = w[b]
         if whole:
             for k in range(n):
-                image[ib[k]] += wb[k] * v
+                image[np.uint64(ib[k])] += wb[k] * v
         else:
             for k in range(n):
                 j = ib[k]
