@@ -342,7 +342,8 @@ def _joseph_plane(k, ub, uc, factor, sa, sb, sc, nb, nc, fnb, fnc, idx, w,  # pr
 @numba.njit(nogil=True, cache=True, inline="always")
 def _joseph_setup(starts, ends, i, shape, lo, vox, z_lo, z_hi):  # pragma: no cover - compiled
     """Line ``i``'s Joseph geometry: its planes ``k0 <= k <= k1`` of the dominant axis ``a``
-    (none when ``k1 < k0``), where plane ``k`` meets the line at ``ub = ub0 + k * dub``,
+    (none when ``k1 < k0``), the run ``ka <= k < kb`` of those whose four neighbours all lie
+    inside the grid, where plane ``k`` meets the line at ``ub = ub0 + k * dub``,
     ``uc = uc0 + k * duc`` (voxel units of the other axes ``b``, ``c``), the length per plane
     ``factor`` (mm), the flat strides ``sa, sb, sc``, and ``nb, nc`` as ints and floats."""
     p0 = starts[i]
@@ -352,7 +353,7 @@ def _joseph_setup(starts, ends, i, shape, lo, vox, z_lo, z_hi):  # pragma: no co
     d2 = p1[2] - p0[2]
     length = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
     if length == 0.0:
-        return 0, -1, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0, 0, 0, 0, 0.0, 0.0
+        return 0, -1, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0, 0, 0, 0, 0.0, 0.0
     r0 = abs(d0) / vox[0]
     r1 = abs(d1) / vox[1]
     r2 = abs(d2) / vox[2]
@@ -404,8 +405,24 @@ def _joseph_setup(starts, ends, i, shape, lo, vox, z_lo, z_hi):  # pragma: no co
         k1 = min(k1, int(math.ceil(kb)) + 1)  # noqa: RUF046
     elif z_lo > 0 or z_hi < nb:
         if ub0 < z_lo - 1.5 or ub0 > z_hi + 0.5:
-            return 0, -1, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0, 0, 0, 0, 0.0, 0.0
-    return k0, k1, ub0, dub, uc0, duc, factor, sa, sb, sc, nb, nc, fnb, fnc
+            return 0, -1, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0, 0, 0, 0, 0.0, 0.0
+    # the planes whose four neighbours all lie inside (ub in (0, nb - 1), uc in (0, nc - 1))
+    # form one run [ka, kb): ub0 + k * dub is monotone in k, rounding included
+    ka, kb = _inside(ub0, dub, 0.0, fnb - 1.0, k0, k1 + 1)
+    kc, kd = _inside(uc0, duc, 0.0, fnc - 1.0, k0, k1 + 1)
+    ka = max(ka, kc)
+    kb = max(min(kb, kd), ka)
+    return k0, k1, ka, kb, ub0, dub, uc0, duc, factor, sa, sb, sc, nb, nc, fnb, fnc
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _joseph_planes(k_from, k_to, ub0, dub, uc0, duc, factor, sa, sb, sc, nb, nc, fnb, fnc,  # pragma: no cover
+                   idx, w, n):
+    """:func:`_joseph_plane` for the planes ``k_from <= k < k_to``; returns the new count."""
+    for k in range(k_from, k_to):
+        n = _joseph_plane(k, ub0 + k * dub, uc0 + k * duc, factor, sa, sb, sc, nb, nc, fnb, fnc,
+                          idx, w, n)
+    return n
 
 
 @numba.njit(nogil=True, cache=True)
@@ -419,18 +436,11 @@ def _joseph(starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi, z_lo, 
     planes ``z_lo <= k < z_hi`` of axis 0 are visited (with half a voxel to spare): each plane's
     pairs are computed on their own, so they are the same.
     """
-    k0, k1, ub0, dub, uc0, duc, factor, sa, sb, sc, nb, nc, fnb, fnc = _joseph_setup(
+    k0, k1, ka, kb, ub0, dub, uc0, duc, factor, sa, sb, sc, nb, nc, fnb, fnc = _joseph_setup(
         starts, ends, i, shape, lo, vox, z_lo, z_hi)
-    # the planes whose four neighbours all lie inside (ub in (0, nb - 1), uc in (0, nc - 1))
-    # form one run [ka, kb): ub0 + k * dub is monotone in k, rounding included
-    ka, kb = _inside(ub0, dub, 0.0, fnb - 1.0, k0, k1 + 1)
-    kc, kd = _inside(uc0, duc, 0.0, fnc - 1.0, k0, k1 + 1)
-    ka = max(ka, kc)
-    kb = max(min(kb, kd), ka)
     n = 0
-    for k in range(k0, ka):
-        n = _joseph_plane(k, ub0 + k * dub, uc0 + k * duc, factor, sa, sb, sc, nb, nc, fnb, fnc,
-                          idx, w, n)
+    n = _joseph_planes(k0, ka, ub0, dub, uc0, duc, factor, sa, sb, sc, nb, nc, fnb, fnc,
+                       idx, w, n)
     fk = float(ka)  # == k, exactly: ub below is the ub0 + k * dub of the other planes
     base = ka * sa
     for k in range(ka, kb):
@@ -467,9 +477,8 @@ def _joseph(starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi, z_lo, 
             n += 4
         else:  # a neighbour on a plane (a zero weight): only the nonzero pairs
             n = _joseph_plane(k, ub, uc, factor, sa, sb, sc, nb, nc, fnb, fnc, idx, w, n)
-    for k in range(kb, k1 + 1):
-        n = _joseph_plane(k, ub0 + k * dub, uc0 + k * duc, factor, sa, sb, sc, nb, nc, fnb, fnc,
-                          idx, w, n)
+    n = _joseph_planes(kb, k1 + 1, ub0, dub, uc0, duc, factor, sa, sb, sc, nb, nc, fnb, fnc,
+                       idx, w, n)
     return n
 
 
@@ -487,16 +496,11 @@ def _joseph_split(starts, ends, i, shape, lo, vox, idx, w, pv, pw, z_lo, z_hi): 
     :func:`_joseph`'s, bit for bit. Returns ``(n_pre, n, m, sb, sc)``. No prefetch: the
     projectors prefetch the run of the next line while they use this one's.
     """
-    k0, k1, ub0, dub, uc0, duc, factor, sa, sb, sc, nb, nc, fnb, fnc = _joseph_setup(
+    k0, k1, ka, kb, ub0, dub, uc0, duc, factor, sa, sb, sc, nb, nc, fnb, fnc = _joseph_setup(
         starts, ends, i, shape, lo, vox, z_lo, z_hi)
-    ka, kb = _inside(ub0, dub, 0.0, fnb - 1.0, k0, k1 + 1)
-    kc, kd = _inside(uc0, duc, 0.0, fnc - 1.0, k0, k1 + 1)
-    ka = max(ka, kc)
-    kb = max(min(kb, kd), ka)
     n = 0
-    for k in range(k0, ka):
-        n = _joseph_plane(k, ub0 + k * dub, uc0 + k * duc, factor, sa, sb, sc, nb, nc, fnb, fnc,
-                          idx, w, n)
+    n = _joseph_planes(k0, ka, ub0, dub, uc0, duc, factor, sa, sb, sc, nb, nc, fnb, fnc,
+                       idx, w, n)
     n_pre = n
     m = kb - ka
     fka = float(ka)
@@ -524,13 +528,11 @@ def _joseph_split(starts, ends, i, shape, lo, vox, idx, w, pv, pw, z_lo, z_hi): 
         pw[3, p] = w11
         good += (w00 > 0.0) & (w01 > 0.0) & (w10 > 0.0) & (w11 > 0.0)
     if good != m:  # a zero weight: the run's planes as pairs, as _joseph gives them
-        for k in range(ka, kb):
-            n = _joseph_plane(k, ub0 + k * dub, uc0 + k * duc, factor, sa, sb, sc, nb, nc, fnb,
-                              fnc, idx, w, n)
+        n = _joseph_planes(ka, kb, ub0, dub, uc0, duc, factor, sa, sb, sc, nb, nc, fnb, fnc, idx,
+                           w, n)
         m = 0
-    for k in range(kb, k1 + 1):
-        n = _joseph_plane(k, ub0 + k * dub, uc0 + k * duc, factor, sa, sb, sc, nb, nc, fnb, fnc,
-                          idx, w, n)
+    n = _joseph_planes(kb, k1 + 1, ub0, dub, uc0, duc, factor, sa, sb, sc, nb, nc, fnb, fnc,
+                       idx, w, n)
     return n_pre, n, m, sb, sc
 
 
@@ -543,23 +545,7 @@ def _dot_split(image, idx, w, n_pre, n, pv, pw, m, sb, sc, pv2, m2, sb2,  # prag
     Prefetches the voxels of the next line's run (``pv2[:m2]``, strides ``sb2``, ``sc2``) as it
     goes: spread over the sum, the misses load while it computes (a burst of them would stall
     on the few misses a core can have in flight)."""
-    s0 = 0.0
-    s1 = 0.0
-    s2 = 0.0
-    s3 = 0.0
-    k = 0
-    while k + 4 <= n_pre:
-        s0 += w[k] * image[np.uint64(idx[k])]
-        s1 += w[k + 1] * image[np.uint64(idx[k + 1])]
-        s2 += w[k + 2] * image[np.uint64(idx[k + 2])]
-        s3 += w[k + 3] * image[np.uint64(idx[k + 3])]
-        k += 4
-    if k < n_pre:
-        s0 += w[k] * image[np.uint64(idx[k])]
-    if k + 1 < n_pre:
-        s1 += w[k + 1] * image[np.uint64(idx[k + 1])]
-    if k + 2 < n_pre:
-        s2 += w[k + 2] * image[np.uint64(idx[k + 2])]
+    s0, s1, s2, s3 = _sums(image, idx, w, 0, n_pre, 0.0, 0.0, 0.0, 0.0)
     # the run and the suffix: their j-th pair goes to sum (n_pre + j) % 4, u[j % 4] below
     r = n_pre & 3
     if r == 0:
@@ -572,35 +558,15 @@ def _dot_split(image, idx, w, n_pre, n, pv, pw, m, sb, sc, pv2, m2, sb2,  # prag
         u0, u1, u2, u3 = s3, s0, s1, s2
     for p in range(m):
         if p < m2:
-            v = pv2[p]
-            _prefetch(image, v)
-            _prefetch(image, v + sc2)
-            _prefetch(image, v + sb2)
-            _prefetch(image, v + sb2 + sc2)
+            _prefetch_run(image, pv2, p, sb2, sc2, 0, 0, True)
         v = pv[p]
         u0 += pw[0, p] * image[np.uint64(v)]
         u1 += pw[1, p] * image[np.uint64(v + sc)]
         u2 += pw[2, p] * image[np.uint64(v + sb)]
         u3 += pw[3, p] * image[np.uint64(v + sb + sc)]
     for p in range(m, m2):
-        v = pv2[p]
-        _prefetch(image, v)
-        _prefetch(image, v + sc2)
-        _prefetch(image, v + sb2)
-        _prefetch(image, v + sb2 + sc2)
-    k = n_pre
-    while k + 4 <= n:
-        u0 += w[k] * image[np.uint64(idx[k])]
-        u1 += w[k + 1] * image[np.uint64(idx[k + 1])]
-        u2 += w[k + 2] * image[np.uint64(idx[k + 2])]
-        u3 += w[k + 3] * image[np.uint64(idx[k + 3])]
-        k += 4
-    if k < n:
-        u0 += w[k] * image[np.uint64(idx[k])]
-    if k + 1 < n:
-        u1 += w[k + 1] * image[np.uint64(idx[k + 1])]
-    if k + 2 < n:
-        u2 += w[k + 2] * image[np.uint64(idx[k + 2])]
+        _prefetch_run(image, pv2, p, sb2, sc2, 0, 0, True)
+    u0, u1, u2, u3 = _sums(image, idx, w, n_pre, n, u0, u1, u2, u3)
     if r == 0:
         s0, s1, s2, s3 = u0, u1, u2, u3
     elif r == 1:
@@ -688,6 +654,17 @@ def _add_split(image, v, idx, w, n, pv, pw, m, sb, sc, first, stop, whole, pv2, 
         _prefetch_run(image, pv2, p, sb2, sc2, first, stop, whole)
 
 
+@numba.njit(nogil=True, cache=True, inline="always")
+def _next_line(values, reach_first, reach_stop, i, first, stop, whole):  # pragma: no cover
+    """The first line from ``i`` on with a nonzero value that reaches ``[first, stop)`` (all do
+    when ``whole``); ``values.shape[0]`` if none."""
+    n_lines = values.shape[0]
+    while i < n_lines and (values[i] == 0.0 or not (
+            whole or (reach_stop[i] > first and reach_first[i] < stop))):
+        i += 1
+    return i
+
+
 @numba.njit(nogil=True, cache=True)
 def _back_joseph(values, starts, ends, shape, lo, vox, image, first, stop, reach_first,  # pragma: no cover
                  reach_stop):
@@ -701,10 +678,7 @@ def _back_joseph(values, starts, ends, shape, lo, vox, image, first, stop, reach
     pv = np.empty((2, planes), np.int64)
     pw = np.empty((2, 4, planes), np.float64)
     whole = first == 0 and stop == image.shape[0]
-    nxt = 0  # the next line with a nonzero value that reaches the range
-    while nxt < n_lines and (values[nxt] == 0.0 or not (
-            whole or (reach_stop[nxt] > first and reach_first[nxt] < stop))):
-        nxt += 1
+    nxt = _next_line(values, reach_first, reach_stop, 0, first, stop, whole)
     if nxt == n_lines:
         return
     b = 0
@@ -717,10 +691,7 @@ def _back_joseph(values, starts, ends, shape, lo, vox, image, first, stop, reach
         i = nxt
         cur_n, cur_m, cur_sb, cur_sc = n, m, sb, sc
         m = 0
-        nxt += 1
-        while nxt < n_lines and (values[nxt] == 0.0 or not (
-                whole or (reach_stop[nxt] > first and reach_first[nxt] < stop))):
-            nxt += 1
+        nxt = _next_line(values, reach_first, reach_stop, nxt + 1, first, stop, whole)
         if nxt < n_lines:  # traced without prefetching: _add_split prefetches its run
             _, n, m, sb, sc = _joseph_split(starts, ends, nxt, shape, lo, vox, idx[1 - b],
                                             w[1 - b], pv[1 - b], pw[1 - b], z_lo, z_hi)
@@ -744,15 +715,10 @@ def _trace(method, starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi,
 
 
 @numba.njit(nogil=True, cache=True, inline="always")
-def _dot(image, idx, w, n):  # pragma: no cover - compiled
-    """``sum_k w[k] * image[np.uint64(idx[k])]`` in four interleaved partial sums (pair ``k`` goes to sum
-    ``k % 4``), added as ``(s0 + s1) + (s2 + s3)``: four independent chains keep more loads in
-    flight than one. :func:`forward` and :func:`rows_forward` both sum this way."""
-    s0 = 0.0
-    s1 = 0.0
-    s2 = 0.0
-    s3 = 0.0
-    k = 0
+def _sums(image, idx, w, first, n, s0, s1, s2, s3):  # pragma: no cover - compiled
+    """Add ``w[k] * image[idx[k]]`` for ``first <= k < n`` to four partial sums, the ``j``-th
+    pair (``k = first + j``) to sum ``j % 4``; returns the four sums."""
+    k = first
     while k + 4 <= n:
         s0 += w[k] * image[np.uint64(idx[k])]
         s1 += w[k + 1] * image[np.uint64(idx[k + 1])]
@@ -765,6 +731,16 @@ def _dot(image, idx, w, n):  # pragma: no cover - compiled
         s1 += w[k + 1] * image[np.uint64(idx[k + 1])]
     if k + 2 < n:
         s2 += w[k + 2] * image[np.uint64(idx[k + 2])]
+    return s0, s1, s2, s3
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _dot(image, idx, w, n):  # pragma: no cover - compiled
+    """``sum_k w[k] * image[idx[k]]`` in four interleaved partial sums (pair ``k`` goes to sum
+    ``k % 4``), added as ``(s0 + s1) + (s2 + s3)``: four independent chains keep more loads in
+    flight than one. :func:`forward` and :func:`rows_forward` both sum this way (indices as
+    unsigned: numba adds a negative-index wraparound to every signed one)."""
+    s0, s1, s2, s3 = _sums(image, idx, w, 0, n, 0.0, 0.0, 0.0, 0.0)
     return (s0 + s1) + (s2 + s3)
 
 
@@ -772,11 +748,13 @@ def _dot(image, idx, w, n):  # pragma: no cover - compiled
 def forward(image, starts, ends, shape, lo, vox, method, bound, out):  # pragma: no cover
     """``out[i]`` = line integral of the flat ``image`` along line ``i``.
 
-    A two-stage pipeline: line ``i + 1`` is traced (prefetching its voxels) before line ``i``
-    is gathered, so the image's cache lines load while the tracer computes, and the gather,
-    a short loop with no unpredictable branches, finds them in cache. Sums run over
-    :func:`trace_rows`' pairs in :func:`_dot`'s order, so stored rows give the same values bit
-    for bit.
+    A two-stage pipeline: line ``i + 1`` is traced before line ``i`` is gathered. Siddon's
+    tracer prefetches the voxels as it finds them, so the image's cache lines load while it
+    computes, and the gather, a short loop with no unpredictable branches, finds them in
+    cache; Joseph's (:func:`_joseph_split`, a loop without branches) is too quick for that,
+    and its voxels are prefetched while the line before is summed (:func:`_forward_joseph`).
+    Sums run over :func:`trace_rows`' pairs in :func:`_dot`'s order, so stored rows give the
+    same values bit for bit.
     """
     if method == JOSEPH:
         _forward_joseph(image, starts, ends, shape, lo, vox, out)
@@ -820,10 +798,7 @@ def back(values, starts, ends, shape, lo, vox, method, bound, image, first, stop
     idx = np.empty((2, bound), np.int64)
     w = np.empty((2, bound), np.float64)
     whole = first == 0 and stop == image.shape[0]
-    nxt = 0  # the next line with a nonzero value that reaches the range
-    while nxt < n_lines and (values[nxt] == 0.0 or not (
-            whole or (reach_stop[nxt] > first and reach_first[nxt] < stop))):
-        nxt += 1
+    nxt = _next_line(values, reach_first, reach_stop, 0, first, stop, whole)
     if nxt == n_lines:
         return
     b = 0
@@ -835,10 +810,7 @@ def back(values, starts, ends, shape, lo, vox, method, bound, image, first, stop
     while nxt < n_lines:
         i = nxt
         n = n_next
-        nxt += 1
-        while nxt < n_lines and (values[nxt] == 0.0 or not (
-                whole or (reach_stop[nxt] > first and reach_first[nxt] < stop))):
-            nxt += 1
+        nxt = _next_line(values, reach_first, reach_stop, nxt + 1, first, stop, whole)
         if nxt < n_lines:
             n_next = _trace(method, starts, ends, nxt, shape, lo, vox, idx[1 - b], w[1 - b],
                             image, first, stop, z_lo, z_hi)
