@@ -284,7 +284,7 @@ def _first_above(u0, du, x, inclusive, ka, kb):  # pragma: no cover - compiled
     return j
 
 
-@numba.njit(nogil=True, cache=True, inline="always")
+@numba.njit(nogil=True, cache=True)
 def _inside(u0, du, low, high, ka, kb):  # pragma: no cover - compiled
     """The run ``[a, b)`` of the ``k`` in ``[ka, kb)`` with ``low < u0 + k * du < high``: one
     run, as ``u0 + k * du`` is monotone in ``k`` (``-(u0 + k du) == -u0 + k (-du)`` exactly,
@@ -415,7 +415,7 @@ def _joseph_setup(starts, ends, i, shape, lo, vox, z_lo, z_hi):  # pragma: no co
     return k0, k1, ka, kb, ub0, dub, uc0, duc, factor, sa, sb, sc, nb, nc, fnb, fnc
 
 
-@numba.njit(nogil=True, cache=True, inline="always")
+@numba.njit(nogil=True, cache=True)
 def _joseph_planes(k_from, k_to, ub0, dub, uc0, duc, factor, sa, sb, sc, nb, nc, fnb, fnc,  # pragma: no cover
                    idx, w, n):
     """:func:`_joseph_plane` for the planes ``k_from <= k < k_to``; returns the new count."""
