@@ -21,7 +21,7 @@ in a rotating order (the machine is shared; figures are medians over rounds):
 - ``overlap thread``: the same progressed by parvox's progress thread.
 
 It prints the projector throughput (LORs per second per core, every rank busy, Joseph and
-Siddon, forward and back), the per-subset read / trace / back-projection / communication
+Siddon, forward and back; the median of 3 calls per rank), the per-subset read / trace / back-projection / communication
 times, the communication overhead of each configuration (seed 000's Fig. 5b), eq. 2
 (``t_read(m_s/P) + t_A(m_s)/P`` with ``t_A(m_s)`` timed on one rank alone) against the
 measured overlap time (the first window left out: warm-up), saves a bar chart of the
@@ -103,9 +103,11 @@ def _data(events_per_subset: int, comm: Any) -> Any:
                                 attenuation=False, progress_bar=True, comm=comm)
 
 
-def _throughput(acq: Any, comm: Any, n: int = 20000) -> dict[str, float]:
+def _throughput(acq: Any, comm: Any, n: int = 20000, rounds: int = 3) -> dict[str, float]:
     """LORs per second per rank (every rank busy at once), mean over ranks: by wall time, and
-    by the rank's own CPU time (``name cpu``: what one core delivers, on a shared machine too)."""
+    by the rank's own CPU time (``name cpu``: what one core delivers, on a shared machine too).
+    Each rank times ``rounds`` forward and back calls on its ``n`` lines (all ranks start each
+    call together) and keeps the median of each."""
     from mpi4py import MPI
 
     from parvox.recon import back_project, forward_project
@@ -125,15 +127,20 @@ def _throughput(acq: Any, comm: Any, n: int = 20000) -> dict[str, float]:
     for method in ("joseph", "siddon"):
         forward_project(image, s[:10], e[:10], method=method, **kw)  # load the kernels
         back_project(np.ones(10), s[:10], e[:10], acq.grid.shape, method=method, **kw)
-        comm.Barrier()
-        t0, c0 = time.perf_counter(), time.thread_time()
-        values = forward_project(image, s, e, method=method, **kw)
-        t_fwd, c_fwd = time.perf_counter() - t0, time.thread_time() - c0
-        comm.Barrier()
-        t0, c0 = time.perf_counter(), time.thread_time()
-        back_project(values, s, e, acq.grid.shape, method=method, out=back_image, **kw)
-        t_back, c_back = time.perf_counter() - t0, time.thread_time() - c0
-        for name, t, c in ((f"{method} forward", t_fwd, c_fwd), (f"{method} back", t_back, c_back)):
+        times: dict[str, list[tuple[float, float]]] = {"forward": [], "back": []}
+        for _ in range(rounds):
+            comm.Barrier()
+            t0, c0 = time.perf_counter(), time.thread_time()
+            values = forward_project(image, s, e, method=method, **kw)
+            times["forward"].append((time.perf_counter() - t0, time.thread_time() - c0))
+            comm.Barrier()
+            t0, c0 = time.perf_counter(), time.thread_time()
+            back_project(values, s, e, acq.grid.shape, method=method, out=back_image, **kw)
+            times["back"].append((time.perf_counter() - t0, time.thread_time() - c0))
+        for kind, pairs in times.items():
+            name = f"{method} {kind}"
+            t = statistics.median(p[0] for p in pairs)
+            c = statistics.median(p[1] for p in pairs)
             out[name] = comm.allreduce(len(s) / t, op=MPI.SUM) / size
             out[f"{name} cpu"] = comm.allreduce(len(s) / max(c, 1e-9), op=MPI.SUM) / size
     return out
@@ -307,7 +314,8 @@ PROJECTOR_TARGET = 600_000
 def print_projectors(rates: dict[str, float], ranks: int) -> None:
     """The projector table and the issue's ``projectors, LORs/s per core:`` line."""
     load = os.getloadavg()
-    print(f"\nprojector throughput, LORs/s per core ({ranks} ranks, every rank busy; load "
+    print(f"\nprojector throughput, LORs/s per core ({ranks} ranks, every rank busy, median of 3 "
+          f"calls per rank; load "
           f"{load[0]:.1f} on {os.cpu_count()} cores), by wall time / by the rank's CPU time:")
     for name in ("joseph forward", "joseph back", "siddon forward", "siddon back"):
         print(f"  {name:<16}{rates[name]:>12,.0f}{rates.get(name + ' cpu', float('nan')):>12,.0f}")

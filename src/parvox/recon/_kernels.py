@@ -210,44 +210,54 @@ def _siddon(starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi, z_lo, 
             f2 += c2 * s2
             x2 = b2 + f2 * i2
         cur = cross
+    # one step per plane crossed: the segment up to the next crossing, then the crossing; each
+    # axis's branch does both (one unpredictable branch per step), the pair is written always
+    # and kept when its segment is not empty (no branch); voxels are prefetched when in
+    # [pf_lo, pf_hi) (one unsigned compare)
+    span = np.uint64(pf_hi - pf_lo) if pf_hi > pf_lo else np.uint64(0)
     n = 0
     while True:
         if x0 <= x1 and x0 <= x2:
-            m = 0
-            nxt = x0
-        elif x1 <= x2:
-            m = 1
-            nxt = x1
-        else:
-            m = 2
-            nxt = x2
-        seg = min(nxt, tmax) - cur
-        if seg > 0.0:
-            if voxel >= pf_lo and voxel < pf_hi:
+            seg = min(x0, tmax) - cur
+            if np.uint64(voxel - pf_lo) < span:
                 _prefetch(image, voxel)
-            idx[n] = voxel
-            w[n] = seg
-            n += 1
-        if nxt >= tmax:
-            break
-        cur = nxt
-        if m == 0:
-            if left0 == 0:
+            un = np.uint64(n)
+            idx[un] = voxel
+            w[un] = seg
+            n += seg > 0.0
+            if x0 >= tmax or left0 == 0:
                 break
+            cur = x0
             left0 -= 1
             voxel += st0
             f0 += s0
             x0 = b0 + f0 * i0
-        elif m == 1:
-            if left1 == 0:
+        elif x1 <= x2:
+            seg = min(x1, tmax) - cur
+            if np.uint64(voxel - pf_lo) < span:
+                _prefetch(image, voxel)
+            un = np.uint64(n)
+            idx[un] = voxel
+            w[un] = seg
+            n += seg > 0.0
+            if x1 >= tmax or left1 == 0:
                 break
+            cur = x1
             left1 -= 1
             voxel += st1
             f1 += s1
             x1 = b1 + f1 * i1
         else:
-            if left2 == 0:
+            seg = min(x2, tmax) - cur
+            if np.uint64(voxel - pf_lo) < span:
+                _prefetch(image, voxel)
+            un = np.uint64(n)
+            idx[un] = voxel
+            w[un] = seg
+            n += seg > 0.0
+            if x2 >= tmax or left2 == 0:
                 break
+            cur = x2
             left2 -= 1
             voxel += s2
             f2 += s2
@@ -260,17 +270,82 @@ def _pick(v, a):  # pragma: no cover - compiled
     return v[0] if a == 0 else (v[1] if a == 1 else v[2])
 
 
-@numba.njit(nogil=True, cache=True)
-def _joseph(starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi, z_lo,  # pragma: no cover
-            z_hi):
-    """Joseph's method: bilinear interpolation in every voxel-centre plane of the dominant axis.
+@numba.njit(nogil=True, cache=True, inline="always")
+def _first_above(u0, du, x, inclusive, ka, kb):  # pragma: no cover - compiled
+    """The first ``k`` in ``[ka, kb]`` with ``u0 + k * du > x`` (``>=`` if ``inclusive``), for
+    ``du > 0`` (the values rise with ``k``, rounding included); ``kb`` if none."""
+    est = (x - u0) / du
+    est = min(max(est, ka - 1.0), kb + 1.0)  # a finite int below
+    j = min(max(int(math.floor(est)), ka), kb)  # noqa: RUF046 (numba typing)
+    while j > ka and (u0 + (j - 1) * du > x or (inclusive and u0 + (j - 1) * du == x)):
+        j -= 1
+    while j < kb and not (u0 + j * du > x or (inclusive and u0 + j * du == x)):
+        j += 1
+    return j
 
-    Outside the grid's box the image is 0: a plane point that lies outside the box in either
-    interpolated axis contributes nothing, so a line that misses the grid gives 0. Prefetches
-    as :func:`_siddon` does. Only the planes of the dominant axis whose pairs can lie in the
-    planes ``z_lo <= k < z_hi`` of axis 0 are visited (with half a voxel to spare): each plane's
-    pairs are computed on their own, so they are the same.
-    """
+
+@numba.njit(nogil=True, cache=True)
+def _inside(u0, du, low, high, ka, kb):  # pragma: no cover - compiled
+    """The run ``[a, b)`` of the ``k`` in ``[ka, kb)`` with ``low < u0 + k * du < high``: one
+    run, as ``u0 + k * du`` is monotone in ``k`` (``-(u0 + k du) == -u0 + k (-du)`` exactly,
+    so a falling line is a rising one negated)."""
+    if du == 0.0:
+        if low < u0 and u0 < high:
+            return ka, kb
+        return ka, ka
+    if du < 0.0:
+        u0, du, low, high = -u0, -du, -high, -low
+    a = _first_above(u0, du, low, False, ka, kb)
+    b = _first_above(u0, du, high, True, ka, kb)
+    return a, max(a, b)
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _joseph_plane(k, ub, uc, factor, sa, sb, sc, nb, nc, fnb, fnc, idx, w,  # pragma: no cover
+                  n):
+    """Plane ``k``'s nonzero pairs (of its four bilinear neighbours, those inside the grid)
+    written from ``idx[n]``, ``w[n]``; returns the new count."""
+    # outside the box: ub < -0.5 or ub > nb - 0.5 (same for c)
+    if ub < -0.5 or ub > fnb - 0.5 or uc < -0.5 or uc > fnc - 0.5:
+        return n
+    jb = int(math.floor(ub))  # noqa: RUF046 (numba typing)
+    jc = int(math.floor(uc))  # noqa: RUF046
+    fb = ub - jb
+    fc = uc - jc
+    gc = 1.0 - fc
+    v00 = k * sa + jb * sb + jc * sc  # voxel (jb, jc); the others are strides away
+    low_c = jc >= 0
+    high_c = jc + 1 < nc
+    if jb >= 0:
+        wb = factor * (1.0 - fb)
+        if low_c and wb * gc > 0.0:
+            idx[n] = v00
+            w[n] = wb * gc
+            n += 1
+        if high_c and wb * fc > 0.0:
+            idx[n] = v00 + sc
+            w[n] = wb * fc
+            n += 1
+    if jb + 1 < nb:
+        wb = factor * fb
+        if low_c and wb * gc > 0.0:
+            idx[n] = v00 + sb
+            w[n] = wb * gc
+            n += 1
+        if high_c and wb * fc > 0.0:
+            idx[n] = v00 + sb + sc
+            w[n] = wb * fc
+            n += 1
+    return n
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _joseph_setup(starts, ends, i, shape, lo, vox, z_lo, z_hi):  # pragma: no cover - compiled
+    """Line ``i``'s Joseph geometry: its planes ``k0 <= k <= k1`` of the dominant axis ``a``
+    (none when ``k1 < k0``), the run ``ka <= k < kb`` of those whose four neighbours all lie
+    inside the grid, where plane ``k`` meets the line at ``ub = ub0 + k * dub``,
+    ``uc = uc0 + k * duc`` (voxel units of the other axes ``b``, ``c``), the length per plane
+    ``factor`` (mm), the flat strides ``sa, sb, sc``, and ``nb, nc`` as ints and floats."""
     p0 = starts[i]
     p1 = ends[i]
     d0 = p1[0] - p0[0]
@@ -278,7 +353,7 @@ def _joseph(starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi, z_lo, 
     d2 = p1[2] - p0[2]
     length = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
     if length == 0.0:
-        return 0
+        return 0, -1, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0, 0, 0, 0, 0.0, 0.0
     r0 = abs(d0) / vox[0]
     r1 = abs(d1) / vox[1]
     r2 = abs(d2) / vox[2]
@@ -330,68 +405,305 @@ def _joseph(starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi, z_lo, 
         k1 = min(k1, int(math.ceil(kb)) + 1)  # noqa: RUF046
     elif z_lo > 0 or z_hi < nb:
         if ub0 < z_lo - 1.5 or ub0 > z_hi + 0.5:
-            return 0
-    n = 0
-    for k in range(k0, k1 + 1):
-        ub = ub0 + k * dub
-        uc = uc0 + k * duc
-        # outside the box: ub < -0.5 or ub > nb - 0.5 (same for c)
-        if ub < -0.5 or ub > fnb - 0.5 or uc < -0.5 or uc > fnc - 0.5:
-            continue
-        jb = int(math.floor(ub))  # noqa: RUF046 (numba typing)
-        jc = int(math.floor(uc))  # noqa: RUF046
-        fb = ub - jb
-        fc = uc - jc
-        gc = 1.0 - fc
-        v00 = k * sa + jb * sb + jc * sc  # voxel (jb, jc); the others are strides away
-        if ub > 0.0 and ub < fnb - 1.0 and uc > 0.0 and uc < fnc - 1.0:
-            # the common case, all four neighbours inside: one predictable branch instead of
-            # eight; the same pairs in the same order as the general case below
-            wb = factor * (1.0 - fb)
-            wf = factor * fb
-            w00 = wb * gc
-            w01 = wb * fc
-            w10 = wf * gc
-            w11 = wf * fc
-            if w00 > 0.0 and w01 > 0.0 and w10 > 0.0 and w11 > 0.0:
-                if v00 >= pf_lo and v00 < pf_hi:
-                    _prefetch(image, v00)
-                    _prefetch(image, v00 + sc)
-                    _prefetch(image, v00 + sb)
-                    _prefetch(image, v00 + sb + sc)
-                idx[n] = v00
-                w[n] = w00
-                idx[n + 1] = v00 + sc
-                w[n + 1] = w01
-                idx[n + 2] = v00 + sb
-                w[n + 2] = w10
-                idx[n + 3] = v00 + sb + sc
-                w[n + 3] = w11
-                n += 4
-                continue
-        low_c = jc >= 0
-        high_c = jc + 1 < nc
-        if jb >= 0:
-            wb = factor * (1.0 - fb)
-            if low_c and wb * gc > 0.0:
-                idx[n] = v00
-                w[n] = wb * gc
-                n += 1
-            if high_c and wb * fc > 0.0:
-                idx[n] = v00 + sc
-                w[n] = wb * fc
-                n += 1
-        if jb + 1 < nb:
-            wb = factor * fb
-            if low_c and wb * gc > 0.0:
-                idx[n] = v00 + sb
-                w[n] = wb * gc
-                n += 1
-            if high_c and wb * fc > 0.0:
-                idx[n] = v00 + sb + sc
-                w[n] = wb * fc
-                n += 1
+            return 0, -1, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0, 0, 0, 0, 0.0, 0.0
+    # the planes whose four neighbours all lie inside (ub in (0, nb - 1), uc in (0, nc - 1))
+    # form one run [ka, kb): ub0 + k * dub is monotone in k, rounding included
+    ka, kb = _inside(ub0, dub, 0.0, fnb - 1.0, k0, k1 + 1)
+    kc, kd = _inside(uc0, duc, 0.0, fnc - 1.0, k0, k1 + 1)
+    ka = max(ka, kc)
+    kb = max(min(kb, kd), ka)
+    return k0, k1, ka, kb, ub0, dub, uc0, duc, factor, sa, sb, sc, nb, nc, fnb, fnc
+
+
+@numba.njit(nogil=True, cache=True)
+def _joseph_planes(k_from, k_to, ub0, dub, uc0, duc, factor, sa, sb, sc, nb, nc, fnb, fnc,  # pragma: no cover
+                   idx, w, n):
+    """:func:`_joseph_plane` for the planes ``k_from <= k < k_to``; returns the new count."""
+    for k in range(k_from, k_to):
+        n = _joseph_plane(k, ub0 + k * dub, uc0 + k * duc, factor, sa, sb, sc, nb, nc, fnb, fnc,
+                          idx, w, n)
     return n
+
+
+@numba.njit(nogil=True, cache=True)
+def _joseph(starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi, z_lo,  # pragma: no cover
+            z_hi):
+    """Joseph's method: bilinear interpolation in every voxel-centre plane of the dominant axis.
+
+    Outside the grid's box the image is 0: a plane point that lies outside the box in either
+    interpolated axis contributes nothing, so a line that misses the grid gives 0. Prefetches
+    as :func:`_siddon` does. Only the planes of the dominant axis whose pairs can lie in the
+    planes ``z_lo <= k < z_hi`` of axis 0 are visited (with half a voxel to spare): each plane's
+    pairs are computed on their own, so they are the same.
+    """
+    k0, k1, ka, kb, ub0, dub, uc0, duc, factor, sa, sb, sc, nb, nc, fnb, fnc = _joseph_setup(
+        starts, ends, i, shape, lo, vox, z_lo, z_hi)
+    n = 0
+    n = _joseph_planes(k0, ka, ub0, dub, uc0, duc, factor, sa, sb, sc, nb, nc, fnb, fnc,
+                       idx, w, n)
+    fk = float(ka)  # == k, exactly: ub below is the ub0 + k * dub of the other planes
+    base = ka * sa
+    for k in range(ka, kb):
+        ub = ub0 + fk * dub
+        uc = uc0 + fk * duc
+        fk += 1.0
+        flb = math.floor(ub)
+        flc = math.floor(uc)
+        fb = ub - flb
+        fc = uc - flc
+        gc = 1.0 - fc
+        v00 = base + int(flb) * sb + int(flc) * sc  # voxel (jb, jc); the others strides away
+        base += sa
+        wb = factor * (1.0 - fb)
+        wf = factor * fb
+        w00 = wb * gc
+        w01 = wb * fc
+        w10 = wf * gc
+        w11 = wf * fc
+        if w00 > 0.0 and w01 > 0.0 and w10 > 0.0 and w11 > 0.0:
+            if v00 >= pf_lo and v00 < pf_hi:
+                _prefetch(image, v00)
+                _prefetch(image, v00 + sc)
+                _prefetch(image, v00 + sb)
+                _prefetch(image, v00 + sb + sc)
+            idx[n] = v00
+            w[n] = w00
+            idx[n + 1] = v00 + sc
+            w[n + 1] = w01
+            idx[n + 2] = v00 + sb
+            w[n + 2] = w10
+            idx[n + 3] = v00 + sb + sc
+            w[n + 3] = w11
+            n += 4
+        else:  # a neighbour on a plane (a zero weight): only the nonzero pairs
+            n = _joseph_plane(k, ub, uc, factor, sa, sb, sc, nb, nc, fnb, fnc, idx, w, n)
+    n = _joseph_planes(kb, k1 + 1, ub0, dub, uc0, duc, factor, sa, sb, sc, nb, nc, fnb, fnc,
+                       idx, w, n)
+    return n
+
+
+@numba.njit(nogil=True, cache=True)
+def _joseph_split(starts, ends, i, shape, lo, vox, idx, w, pv, pw, z_lo, z_hi):  # pragma: no cover
+    """:func:`_joseph`'s pairs of line ``i`` in a form the projectors read faster.
+
+    The planes before the run of planes whose four neighbours all lie inside (see
+    :func:`_joseph`) give their pairs in ``idx[:n_pre]``, ``w[:n_pre]``; the run's ``m``
+    planes give ``pv[p]`` (the voxel ``v`` of neighbour ``(jb, jc)``) and ``pw[0..3, p]``, the
+    weights of the voxels ``v, v + sc, v + sb, v + sb + sc`` (in :func:`_joseph`'s pair order);
+    the planes after the run give their pairs in ``idx[n_pre:n]``, ``w[n_pre:n]``. The run is
+    computed by a loop without branches (SIMD); where one of its weights is 0 (a line through
+    voxel centres) its planes are given as pairs instead (``m = 0``). Pairs and weights are
+    :func:`_joseph`'s, bit for bit. Returns ``(n_pre, n, m, sb, sc)``. No prefetch: the
+    projectors prefetch the run of the next line while they use this one's.
+    """
+    k0, k1, ka, kb, ub0, dub, uc0, duc, factor, sa, sb, sc, nb, nc, fnb, fnc = _joseph_setup(
+        starts, ends, i, shape, lo, vox, z_lo, z_hi)
+    n = 0
+    n = _joseph_planes(k0, ka, ub0, dub, uc0, duc, factor, sa, sb, sc, nb, nc, fnb, fnc,
+                       idx, w, n)
+    n_pre = n
+    m = kb - ka
+    fka = float(ka)
+    base = ka * sa
+    good = 0
+    for p in range(m):
+        fk = fka + p  # == float(ka + p): the ub0 + k * dub of _joseph
+        ub = ub0 + fk * dub
+        uc = uc0 + fk * duc
+        flb = np.floor(ub)
+        flc = np.floor(uc)
+        fb = ub - flb
+        fc = uc - flc
+        gc = 1.0 - fc
+        wb = factor * (1.0 - fb)
+        wf = factor * fb
+        w00 = wb * gc
+        w01 = wb * fc
+        w10 = wf * gc
+        w11 = wf * fc
+        pv[p] = base + p * sa + int(flb) * sb + int(flc) * sc
+        pw[0, p] = w00
+        pw[1, p] = w01
+        pw[2, p] = w10
+        pw[3, p] = w11
+        good += (w00 > 0.0) & (w01 > 0.0) & (w10 > 0.0) & (w11 > 0.0)
+    if good != m:  # a zero weight: the run's planes as pairs, as _joseph gives them
+        n = _joseph_planes(ka, kb, ub0, dub, uc0, duc, factor, sa, sb, sc, nb, nc, fnb, fnc, idx,
+                           w, n)
+        m = 0
+    n = _joseph_planes(kb, k1 + 1, ub0, dub, uc0, duc, factor, sa, sb, sc, nb, nc, fnb, fnc,
+                       idx, w, n)
+    return n_pre, n, m, sb, sc
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _dot_split(image, idx, w, n_pre, n, pv, pw, m, sb, sc, pv2, m2, sb2,  # pragma: no cover
+               sc2):
+    """:func:`_dot` of :func:`_joseph_split`'s parts, bit for bit: the pairs in the order
+    prefix, run (plane by plane, four pairs each), suffix, pair ``k`` to sum ``k % 4``.
+
+    Prefetches the voxels of the next line's run (``pv2[:m2]``, strides ``sb2``, ``sc2``) as it
+    goes: spread over the sum, the misses load while it computes (a burst of them would stall
+    on the few misses a core can have in flight)."""
+    s0, s1, s2, s3 = _sums(image, idx, w, 0, n_pre, 0.0, 0.0, 0.0, 0.0)
+    # the run and the suffix: their j-th pair goes to sum (n_pre + j) % 4, u[j % 4] below
+    r = n_pre & 3
+    if r == 0:
+        u0, u1, u2, u3 = s0, s1, s2, s3
+    elif r == 1:
+        u0, u1, u2, u3 = s1, s2, s3, s0
+    elif r == 2:
+        u0, u1, u2, u3 = s2, s3, s0, s1
+    else:
+        u0, u1, u2, u3 = s3, s0, s1, s2
+    for p in range(m):
+        if p < m2:
+            _prefetch_run(image, pv2, p, sb2, sc2, 0, 0, True)
+        v = pv[p]
+        u0 += pw[0, p] * image[np.uint64(v)]
+        u1 += pw[1, p] * image[np.uint64(v + sc)]
+        u2 += pw[2, p] * image[np.uint64(v + sb)]
+        u3 += pw[3, p] * image[np.uint64(v + sb + sc)]
+    for p in range(m, m2):
+        _prefetch_run(image, pv2, p, sb2, sc2, 0, 0, True)
+    u0, u1, u2, u3 = _sums(image, idx, w, n_pre, n, u0, u1, u2, u3)
+    if r == 0:
+        s0, s1, s2, s3 = u0, u1, u2, u3
+    elif r == 1:
+        s1, s2, s3, s0 = u0, u1, u2, u3
+    elif r == 2:
+        s2, s3, s0, s1 = u0, u1, u2, u3
+    else:
+        s3, s0, s1, s2 = u0, u1, u2, u3
+    return (s0 + s1) + (s2 + s3)
+
+
+@numba.njit(nogil=True, cache=True)
+def _forward_joseph(image, starts, ends, shape, lo, vox, out):  # pragma: no cover - compiled
+    """:func:`forward` for Joseph through :func:`_joseph_split` (the same values, bit for bit):
+    line ``i + 1`` is traced, then line ``i`` summed while line ``i + 1``'s run is prefetched."""
+    n_lines = starts.shape[0]
+    bound = scratch_size_joseph(shape)
+    planes = max(shape[0], shape[1], shape[2])
+    idx = np.empty((2, bound), np.int64)
+    w = np.empty((2, bound), np.float64)
+    pv = np.empty((2, planes), np.int64)
+    pw = np.empty((2, 4, planes), np.float64)
+    if n_lines == 0:
+        return
+    n0 = shape[0]
+    n_pre, n, m, sb, sc = _joseph_split(starts, ends, 0, shape, lo, vox, idx[0], w[0], pv[0],
+                                        pw[0], 0, n0)
+    for i in range(n_lines):
+        b = i & 1
+        cur_pre, cur_n, cur_m, cur_sb, cur_sc = n_pre, n, m, sb, sc
+        m = 0
+        if i + 1 < n_lines:  # traced without prefetching: _dot_split prefetches its run
+            n_pre, n, m, sb, sc = _joseph_split(starts, ends, i + 1, shape, lo, vox, idx[1 - b],
+                                                w[1 - b], pv[1 - b], pw[1 - b], 0, n0)
+        out[i] = _dot_split(image, idx[b], w[b], cur_pre, cur_n, pv[b], pw[b], cur_m, cur_sb,
+                            cur_sc, pv[1 - b], m, sb, sc)
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _prefetch_run(image, pv, p, sb, sc, first, stop, whole):  # pragma: no cover - compiled
+    """Prefetch the four neighbours of plane ``p`` of a run (those in ``[first, stop)``)."""
+    v = pv[p]
+    if whole or (v + sb + sc >= first and v < stop):
+        _prefetch(image, v)
+        _prefetch(image, v + sc)
+        _prefetch(image, v + sb)
+        _prefetch(image, v + sb + sc)
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _add_split(image, v, idx, w, n, pv, pw, m, sb, sc, first, stop, whole, pv2, m2, sb2,  # pragma: no cover
+               sc2):
+    """Add ``v`` times :func:`_joseph_split`'s weights into ``image`` (voxels ``first <= j <
+    stop`` only, unless ``whole``). A line touches a voxel once: the order inside it is free.
+    Prefetches the next line's run as :func:`_dot_split` does."""
+    if whole:
+        for k in range(n):
+            image[np.uint64(idx[k])] += w[k] * v
+        for p in range(m):
+            if p < m2:
+                _prefetch_run(image, pv2, p, sb2, sc2, first, stop, whole)
+            j = np.uint64(pv[p])
+            image[j] += pw[0, p] * v
+            image[j + np.uint64(sc)] += pw[1, p] * v
+            image[j + np.uint64(sb)] += pw[2, p] * v
+            image[j + np.uint64(sb + sc)] += pw[3, p] * v
+    else:
+        for k in range(n):
+            j = idx[k]
+            if j >= first and j < stop:
+                image[j] += w[k] * v
+        for p in range(m):
+            if p < m2:
+                _prefetch_run(image, pv2, p, sb2, sc2, first, stop, whole)
+            j = pv[p]
+            if j >= first and j < stop:
+                image[j] += pw[0, p] * v
+            if j + sc >= first and j + sc < stop:
+                image[j + sc] += pw[1, p] * v
+            if j + sb >= first and j + sb < stop:
+                image[j + sb] += pw[2, p] * v
+            if j + sb + sc >= first and j + sb + sc < stop:
+                image[j + sb + sc] += pw[3, p] * v
+    for p in range(m, m2):
+        _prefetch_run(image, pv2, p, sb2, sc2, first, stop, whole)
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _next_line(values, reach_first, reach_stop, i, first, stop, whole):  # pragma: no cover
+    """The first line from ``i`` on with a nonzero value that reaches ``[first, stop)`` (all do
+    when ``whole``); ``values.shape[0]`` if none."""
+    n_lines = values.shape[0]
+    while i < n_lines and (values[i] == 0.0 or not (
+            whole or (reach_stop[i] > first and reach_first[i] < stop))):
+        i += 1
+    return i
+
+
+@numba.njit(nogil=True, cache=True)
+def _back_joseph(values, starts, ends, shape, lo, vox, image, first, stop, reach_first,  # pragma: no cover
+                 reach_stop):
+    """:func:`back` for Joseph through :func:`_joseph_split` (the same image, bit for bit),
+    pipelined as :func:`_forward_joseph` is."""
+    n_lines = starts.shape[0]
+    bound = scratch_size_joseph(shape)
+    planes = max(shape[0], shape[1], shape[2])
+    idx = np.empty((2, bound), np.int64)
+    w = np.empty((2, bound), np.float64)
+    pv = np.empty((2, planes), np.int64)
+    pw = np.empty((2, 4, planes), np.float64)
+    whole = first == 0 and stop == image.shape[0]
+    nxt = _next_line(values, reach_first, reach_stop, 0, first, stop, whole)
+    if nxt == n_lines:
+        return
+    b = 0
+    plane = shape[1] * shape[2]
+    z_lo = first // plane  # the planes that hold [first, stop)
+    z_hi = -(-stop // plane)
+    _, n, m, sb, sc = _joseph_split(starts, ends, nxt, shape, lo, vox, idx[0], w[0], pv[0],
+                                    pw[0], z_lo, z_hi)
+    while nxt < n_lines:
+        i = nxt
+        cur_n, cur_m, cur_sb, cur_sc = n, m, sb, sc
+        m = 0
+        nxt = _next_line(values, reach_first, reach_stop, nxt + 1, first, stop, whole)
+        if nxt < n_lines:  # traced without prefetching: _add_split prefetches its run
+            _, n, m, sb, sc = _joseph_split(starts, ends, nxt, shape, lo, vox, idx[1 - b],
+                                            w[1 - b], pv[1 - b], pw[1 - b], z_lo, z_hi)
+        _add_split(image, values[i], idx[b], w[b], cur_n, pv[b], pw[b], cur_m, cur_sb, cur_sc,
+                   first, stop, whole, pv[1 - b], m, sb, sc)
+        b = 1 - b
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def scratch_size_joseph(shape):  # pragma: no cover - compiled
+    """:func:`scratch_size` of Joseph, in compiled code."""
+    return 4 * max(shape[0], shape[1], shape[2])
 
 
 @numba.njit(nogil=True, cache=True)
@@ -403,27 +715,32 @@ def _trace(method, starts, ends, i, shape, lo, vox, idx, w, image, pf_lo, pf_hi,
 
 
 @numba.njit(nogil=True, cache=True, inline="always")
+def _sums(image, idx, w, first, n, s0, s1, s2, s3):  # pragma: no cover - compiled
+    """Add ``w[k] * image[idx[k]]`` for ``first <= k < n`` to four partial sums, the ``j``-th
+    pair (``k = first + j``) to sum ``j % 4``; returns the four sums."""
+    k = first
+    while k + 4 <= n:
+        s0 += w[k] * image[np.uint64(idx[k])]
+        s1 += w[k + 1] * image[np.uint64(idx[k + 1])]
+        s2 += w[k + 2] * image[np.uint64(idx[k + 2])]
+        s3 += w[k + 3] * image[np.uint64(idx[k + 3])]
+        k += 4
+    if k < n:
+        s0 += w[k] * image[np.uint64(idx[k])]
+    if k + 1 < n:
+        s1 += w[k + 1] * image[np.uint64(idx[k + 1])]
+    if k + 2 < n:
+        s2 += w[k + 2] * image[np.uint64(idx[k + 2])]
+    return s0, s1, s2, s3
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
 def _dot(image, idx, w, n):  # pragma: no cover - compiled
     """``sum_k w[k] * image[idx[k]]`` in four interleaved partial sums (pair ``k`` goes to sum
     ``k % 4``), added as ``(s0 + s1) + (s2 + s3)``: four independent chains keep more loads in
-    flight than one. :func:`forward` and :func:`rows_forward` both sum this way."""
-    s0 = 0.0
-    s1 = 0.0
-    s2 = 0.0
-    s3 = 0.0
-    k = 0
-    while k + 4 <= n:
-        s0 += w[k] * image[idx[k]]
-        s1 += w[k + 1] * image[idx[k + 1]]
-        s2 += w[k + 2] * image[idx[k + 2]]
-        s3 += w[k + 3] * image[idx[k + 3]]
-        k += 4
-    if k < n:
-        s0 += w[k] * image[idx[k]]
-    if k + 1 < n:
-        s1 += w[k + 1] * image[idx[k + 1]]
-    if k + 2 < n:
-        s2 += w[k + 2] * image[idx[k + 2]]
+    flight than one. :func:`forward` and :func:`rows_forward` both sum this way (indices as
+    unsigned: numba adds a negative-index wraparound to every signed one)."""
+    s0, s1, s2, s3 = _sums(image, idx, w, 0, n, 0.0, 0.0, 0.0, 0.0)
     return (s0 + s1) + (s2 + s3)
 
 
@@ -431,12 +748,17 @@ def _dot(image, idx, w, n):  # pragma: no cover - compiled
 def forward(image, starts, ends, shape, lo, vox, method, bound, out):  # pragma: no cover
     """``out[i]`` = line integral of the flat ``image`` along line ``i``.
 
-    A two-stage pipeline: line ``i + 1`` is traced (prefetching its voxels) before line ``i``
-    is gathered, so the image's cache lines load while the tracer computes, and the gather,
-    a short loop with no unpredictable branches, finds them in cache. Sums run over
-    :func:`trace_rows`' pairs in :func:`_dot`'s order, so stored rows give the same values bit
-    for bit.
+    A two-stage pipeline: line ``i + 1`` is traced before line ``i`` is gathered. Siddon's
+    tracer prefetches the voxels as it finds them, so the image's cache lines load while it
+    computes, and the gather, a short loop with no unpredictable branches, finds them in
+    cache; Joseph's (:func:`_joseph_split`, a loop without branches) is too quick for that,
+    and its voxels are prefetched while the line before is summed (:func:`_forward_joseph`).
+    Sums run over :func:`trace_rows`' pairs in :func:`_dot`'s order, so stored rows give the
+    same values bit for bit.
     """
+    if method == JOSEPH:
+        _forward_joseph(image, starts, ends, shape, lo, vox, out)
+        return
     n_lines = starts.shape[0]
     idx = np.empty((2, bound), np.int64)
     w = np.empty((2, bound), np.float64)
@@ -468,14 +790,15 @@ def back(values, starts, ends, shape, lo, vox, method, bound, image, first, stop
     not read and may be empty. Pipelined as :func:`forward` is (line ``i + 1`` is traced,
     prefetching the voxels in range, before line ``i`` is added).
     """
+    if method == JOSEPH:
+        _back_joseph(values, starts, ends, shape, lo, vox, image, first, stop, reach_first,
+                     reach_stop)
+        return
     n_lines = starts.shape[0]
     idx = np.empty((2, bound), np.int64)
     w = np.empty((2, bound), np.float64)
     whole = first == 0 and stop == image.shape[0]
-    nxt = 0  # the next line with a nonzero value that reaches the range
-    while nxt < n_lines and (values[nxt] == 0.0 or not (
-            whole or (reach_stop[nxt] > first and reach_first[nxt] < stop))):
-        nxt += 1
+    nxt = _next_line(values, reach_first, reach_stop, 0, first, stop, whole)
     if nxt == n_lines:
         return
     b = 0
@@ -487,10 +810,7 @@ def back(values, starts, ends, shape, lo, vox, method, bound, image, first, stop
     while nxt < n_lines:
         i = nxt
         n = n_next
-        nxt += 1
-        while nxt < n_lines and (values[nxt] == 0.0 or not (
-                whole or (reach_stop[nxt] > first and reach_first[nxt] < stop))):
-            nxt += 1
+        nxt = _next_line(values, reach_first, reach_stop, nxt + 1, first, stop, whole)
         if nxt < n_lines:
             n_next = _trace(method, starts, ends, nxt, shape, lo, vox, idx[1 - b], w[1 - b],
                             image, first, stop, z_lo, z_hi)
@@ -499,7 +819,7 @@ def back(values, starts, ends, shape, lo, vox, method, bound, image, first, stop
         wb = w[b]
         if whole:
             for k in range(n):
-                image[ib[k]] += wb[k] * v
+                image[np.uint64(ib[k])] += wb[k] * v
         else:
             for k in range(n):
                 j = ib[k]
