@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Issue 29's benchmarks, each ratio three times in a row (threads, slicing, server once), on a
+# Issue 29's benchmarks, each ratio three times in a row (OSEM's threads and slicing once), on a
 # quiet machine; the outputs go to bench/results/issue29/ and the run log to runs.log there.
-#   scripts/bench-kernels.sh          # about 12 minutes on 2 cores
+#   scripts/bench-kernels.sh          # about 20 minutes on 2 cores
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/ensure-venv.sh
@@ -23,7 +23,7 @@ for i in 1 2 3; do run "label$i" python bench/label.py --repeats 3; done
 for i in 1 2 3; do run "edt$i" python bench/edt.py --repeats 3; done
 for i in 1 2 3; do run "proj$i" python bench/osem.py --projectors; done
 for i in 1 2 3; do run "fft$i" python bench/fft.py --repeats 1; done
-run threads python bench/threads.py --repeats 3 --no-osem
+for i in 1 2 3; do run "threads$i" python bench/threads.py --repeats 3 --no-osem; done
 run threads_osem python bench/threads.py --quick --kernels label
 run slicing python bench/slicing.py --quick
-run serve python bench/serve_load.py --quick
+for i in 1 2 3; do run "serve$i" python bench/serve_load.py --quick; done
