@@ -551,9 +551,14 @@ class SliceSource:
         alloc: Callable[[int], np.ndarray] | None = None,
     ) -> np.ndarray:
         """:meth:`read_parts` into one message (:meth:`message_of`)."""
-        cached, missed = self.cached(keys)
-        blocks = self.reader.read_many(missed) if missed.size else iter(())
+        cached, blocks = self._reads(keys)
         return self.message_of(plane, blocks, keys, ranges, request, alloc, cached)
+
+    def _reads(self, keys: np.ndarray) -> tuple[Cached, Iterator[tuple[Key, np.ndarray]]]:
+        """The cached extents of ``keys`` by reference (:meth:`cached`), and the reads of the
+        others, yielded as they complete."""
+        cached, missed = self.cached(keys)
+        return cached, (self.reader.read_many(missed) if missed.size else iter(()))
 
     def fetch(
         self, keys: np.ndarray, by_address: bool = True
@@ -566,8 +571,8 @@ class SliceSource:
         one, ``by_address=False`` reads every extent as a block (``cached`` is None)."""
         if not by_address:
             return self.read(keys), None
-        cached, missed = self.cached(keys)
-        return (self.read(missed) if missed.size else []), cached
+        cached, blocks = self._reads(keys)
+        return list(blocks), cached
 
     def read(self, keys: np.ndarray) -> list[tuple[Key, np.ndarray]]:
         """Read extents ``keys`` (``(n, 3)``, through the cache); ``(key, block)`` pairs in
@@ -583,6 +588,5 @@ class SliceSource:
         :meth:`parts_of`. The cached extents (:meth:`cached`) are extracted first, with no
         step per extent in Python, then the others as they are read.
         """
-        cached, missed = self.cached(keys)
-        blocks = self.reader.read_many(missed) if missed.size else iter(())
+        cached, blocks = self._reads(keys)
         return self.parts_of(plane, blocks, keys, ranges, out, cached)

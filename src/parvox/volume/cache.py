@@ -160,9 +160,11 @@ class ExtentReader:
 
     def _lookup(self, key: Key) -> np.ndarray | None:
         lin = self._linear(key)
+        if lin is None:
+            return None
         with self._lock:
-            block = None if lin is None else self._cache.get(lin)
-            if lin is not None and block is not None:
+            block = self._cache.get(lin)
+            if block is not None:
                 self._cache.move_to_end(lin)
                 self.stats.hits += 1
             return block
