@@ -273,17 +273,16 @@ def engine_rate(store: str, nprocs: int, queries: list[str],
                 seconds: float) -> tuple[float, float]:
     """Slices/s of the engine alone on ``queries`` at ``nprocs`` ranks (warm, passes over
     them for ``seconds``): over the timed passes, and one over the median slice's time."""
-    import subprocess
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _shared import run_worker_report
 
-    from parvox.launch import launch_command
-
-    work = Path(tempfile.mkdtemp(prefix="parvox-engine-"))
-    (work / "q.json").write_text(json.dumps(queries))
-    argv = [str(Path(__file__).resolve()), "--engine-worker", "--store", store,
-            "--queries", str(work / "q.json"), "--result", str(work / "r.json"),
-            "--engine-seconds", str(seconds)]
-    subprocess.run(launch_command(nprocs, argv), check=True)
-    r = json.loads((work / "r.json").read_text())
+    with tempfile.TemporaryDirectory(prefix="parvox-engine-") as tmp:
+        work = Path(tmp)
+        (work / "q.json").write_text(json.dumps(queries))
+        argv = [str(Path(__file__).resolve()), "--engine-worker", "--store", store,
+                "--queries", str(work / "q.json"), "--result", str(work / "r.json"),
+                "--engine-seconds", str(seconds)]
+        r = run_worker_report(nprocs, argv, work / "r.json", echo=True)
     return r["slices"] / r["seconds"], 1.0 / r["median"]
 
 
