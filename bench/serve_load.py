@@ -364,6 +364,8 @@ def main(argv: list[str] | None = None) -> int:
                        ("n", "-n"), ("nplanes", "--nplanes")):
         if getattr(args, name) <= 0:
             ap.error(f"argument {flag}: must be > 0, got {getattr(args, name)}")
+    if not args.engine_seconds >= 0:
+        ap.error(f"argument --engine-seconds: must be >= 0, got {args.engine_seconds}")
     if args.engine_slices < 0:
         ap.error(f"argument --engine-slices: must be >= 0, got {args.engine_slices}")
     if args.engine_worker:

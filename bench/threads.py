@@ -589,6 +589,8 @@ def main() -> None:
         parser.error(f"argument --repeats: must be >= 1, got {repeats}")
     if args.calls < 1:
         parser.error(f"argument --calls: must be >= 1, got {args.calls}")
+    if not args.min_time >= 0:
+        parser.error(f"argument --min-time: must be >= 0, got {args.min_time}")
     import osem_threads
 
     try:

@@ -34,7 +34,7 @@ def test_a_kernel_without_the_keyword_is_not_available(bench):
 
 def test_unknown_kernels_and_layouts_exit_2(bench, monkeypatch, capsys):
     for argv in (["--kernels", "label,nope"], ["--osem-layouts", "1x0"], ["--repeats", "0"],
-                 ["--calls", "0"]):
+                 ["--calls", "0"], ["--min-time", "-1"]):
         monkeypatch.setattr(sys, "argv", ["threads.py", *argv])
         with pytest.raises(SystemExit) as exc:
             bench.main()
