@@ -122,7 +122,11 @@ def test_store_export_is_read_back_by_tensorstore_and_parvox():
     for name, vol, kw in cases:
         store = ingest_array(vol, tmp / f"{name}.store", progress=False, comm=comm, **kw)
         out = export_store(store, tmp / f"{name}.ng", comm=comm)
+        # every rank lists the directory between two barriers: without the second, a rank
+        # done first starts the next ingest, whose temporary directory the others then see
+        comm.Barrier()
         left = [p for p in os.listdir(tmp) if ".tmp-" in p]
+        comm.Barrier()
         assert not left, left  # published, nothing left
         r = PrecomputedReader(out)
         assert r.levels == kw["levels"] + 1
