@@ -9,6 +9,7 @@ batch while a compute stage counts the previous one; the merge adds the counts.
 """
 
 import os
+import shutil
 import tempfile
 
 import numpy as np
@@ -61,3 +62,6 @@ with Dataflow([histogram], window=2) as flow:
               f"tokens in flight per rank at most {max(flow.max_inflight)} (window 2)")
 reader.close()
 store.close()
+comm.Barrier()  # every rank has closed the store: remove it
+if comm.rank == 0:
+    shutil.rmtree(path)

@@ -9,6 +9,7 @@ Run on one rank or several (the files written are the same)::
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 
 import numpy as np
@@ -41,8 +42,12 @@ def main() -> None:
         want = ndi.gaussian_filter(volume, 1.5)
         assert np.allclose(io.read_image(os.path.join(where, "smooth.npy")), want, rtol=1e-5)
         print(
-            f"{comm.Get_size()} rank(s): wrote", ", ".join(sorted(os.listdir(where))), "in", where
+            f"{comm.Get_size()} rank(s): wrote", ", ".join(sorted(os.listdir(where))), "in", where,
+            "(removed now)",
         )
+    comm.Barrier()  # every rank is done with the files
+    if root:
+        shutil.rmtree(where)
 
 
 if __name__ == "__main__":

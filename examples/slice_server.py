@@ -6,6 +6,7 @@ Run: ``mpiexec -n 4 python examples/slice_server.py``. For the real server and v
 
 import io
 import os
+import shutil
 import tempfile
 
 import numpy as np
@@ -39,3 +40,7 @@ with SliceService(store, comm=comm) as service:
         service.flow.stop_all()
     else:
         service.flow.serve_forever()
+
+comm.Barrier()  # every rank is done with the store: remove it
+if comm.rank == 0:
+    shutil.rmtree(path)
