@@ -261,6 +261,31 @@ def test_em_update_with_threads_is_one_threads_bit_for_bit(threads, dtype):
         assert em_update(f, blocks[2], one, team=team) == 0
 
 
+@pytest.mark.parametrize("block_bytes", [64, 1 << 12])
+def test_em_update_threads_logs_by_block_any_split(monkeypatch, block_bytes):
+    """Many voxel blocks, every split of the rows between the fused thread and the logging
+    ones (the learnt share), a workspace reused: one thread's sums bit for bit."""
+    from parvox.recon import em_threads
+    from parvox.threads import ThreadTeam
+
+    monkeypatch.setattr(em_threads, "BLOCK_BYTES", block_bytes)
+    f = RNG.random(SHAPE) + 0.1
+    f.flat[::5] = 0
+    blocks = [trace_rows(*_random_lines(n), GRID, method=m)
+              for n, m in ((83, "joseph"), (0, "siddon"), (2, "siddon"), (70, "joseph"))]
+    serial = np.ones(SHAPE)  # adds into what is there, as OSEM's scatter does
+    used = sum(em_update(f, b, serial) for b in blocks)
+    workspace = em_threads.EMWorkspace()
+    for threads, share in ((2, 0.2), (2, 1.9), (3, 1.0), (3, 2.8), (2, None), (2, None)):
+        if share is not None:
+            workspace.share = share
+        c = np.ones(SHAPE)
+        with ThreadTeam(threads) as team:
+            assert em_update(f, blocks, c, team=team, workspace=workspace) == used
+        np.testing.assert_array_equal(c, serial)
+    assert 0.2 <= workspace.share <= 2 * 0.95 and workspace.nbytes > 0
+
+
 def test_bad_input_names_the_argument():
     s, e = _random_lines(3)
     image = np.ones(SHAPE)

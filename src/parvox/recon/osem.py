@@ -56,6 +56,8 @@ from parvox.comm import get_comm, private_comm
 from parvox.decomposition import split_extent
 from parvox.errors import AllRanksValueError, ParameterError
 from parvox.progressbar import Progress
+from parvox.recon._kernels import em_image_update
+from parvox.recon.em_threads import EMWorkspace
 from parvox.recon.geometry import ImageGrid
 from parvox.recon.listmode import ListModeFile, subset_range
 from parvox.recon.metrics import Scores, Truth, score
@@ -334,7 +336,8 @@ def osem(
                         ready = engine.prepare(sub, 0, times, k)
                     engine.backproject(ready, f, c_rank, times, k)
                     with times.timing(k, "backproject"):
-                        flat_c[:] = c_rank
+                        _on_team(team, lambda a, b: np.copyto(flat_c[a:b], c_rank[a:b]),
+                                 grid.size)
                     ready = None
                     if mode == "blocking":
                         with times.timing(k, "allreduce"):
@@ -352,11 +355,10 @@ def osem(
                                                        if progress == "test" else 0)
                         with times.timing(k, "wait"):
                             req.wait()
-                    with times.timing(k, "update"):  # f * c / (a m_l / m)
-                        np.multiply(f, flat_c, out=f)
-                        np.multiply(f, inv_a, out=f)
-                        f *= dt.type(m / sizes[sub])
-                        c_rank.fill(0)
+                    with times.timing(k, "update"):  # f * c / (a m_l / m), c_rank = 0
+                        scale = dt.type(m / sizes[sub])
+                        _on_team(team, lambda a, b, s=scale: em_image_update(  # type: ignore[misc]
+                            f, flat_c, inv_a, s, a, b, c_rank), grid.size)
                 bar.update(1)
                 if callback is not None and sub == subsets - 1:
                     callback(it, f.reshape(grid.shape))
@@ -371,6 +373,14 @@ def osem(
     return OSEMResult(_filtered(f, grid, fwhm, c), mean, most,
                       [f"{it + 1}.{sub + 1}" for it, sub in steps], m, size, mode, progress,
                       window_mean, scores, fwhm, n_threads)
+
+
+def _on_team(team: ThreadTeam, work: Callable[[int, int], Any], n: int) -> None:
+    """``work(a, b)`` on ``team``, each thread a contiguous part ``[a, b)`` of ``range(n)``."""
+    if team.threads == 1:
+        work(0, n)
+    else:
+        team.run(lambda p: work(*split_extent(n, team.threads, p)))
 
 
 def _filtered(f: np.ndarray, grid: ImageGrid, fwhm: float, comm: MPI.Intracomm) -> np.ndarray:
@@ -403,6 +413,7 @@ class _Engine:
         index_dtype = np.int32 if grid.size < 2**31 else np.int64
         # rows of one subset, reused every subset: one arena per thread
         self.arenas = [RowArena(index_dtype, dtype) for _ in range(team.threads)]
+        self.em_workspace = EMWorkspace()  # the threaded EM step's logs, kept mapped
 
     def _reset(self) -> None:
         for arena in self.arenas:
@@ -437,7 +448,7 @@ class _Engine:
             rec = np.zeros(1, dtype=rec.dtype)
             rec["d2"] = self.scanner.detectors_per_ring // 2
         scratch = np.zeros((c.shape[0], 2), c.dtype)[:, 1]  # the same layout as c
-        em_update(f, self._rows(rec), scratch, team=self.team)
+        em_update(f, self._rows(rec), scratch, team=self.team, workspace=self.em_workspace)
         self._reset()
         arena = self.arenas[0]
         per_entry = arena.index_dtype.itemsize + arena.weight_dtype.itemsize
@@ -476,12 +487,12 @@ class _Engine:
                     step: int) -> None:
         """``c += sum A_i^T (1 / (A_i f))`` over the prepared rows, then the pending events."""
         with times.timing(step, "backproject"):
-            em_update(f, ready.rows, c, team=self.team)
+            em_update(f, ready.rows, c, team=self.team, workspace=self.em_workspace)
         ready.rows.clear()
         self._reset()
         for rec in ready.pending:
             with times.timing(step, "trace"):
                 blocks = self._rows(rec)
             with times.timing(step, "backproject"):
-                em_update(f, blocks, c, team=self.team)
+                em_update(f, blocks, c, team=self.team, workspace=self.em_workspace)
             self._reset()

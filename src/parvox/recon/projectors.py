@@ -42,6 +42,7 @@ import numpy as np
 
 from parvox.decomposition import split_extent
 from parvox.recon import _kernels as K
+from parvox.recon.em_threads import EMWorkspace, em_threaded
 from parvox.recon.geometry import ImageGrid
 from parvox.threads import ThreadTeam, resolve_threads
 
@@ -531,7 +532,7 @@ def trace_row_blocks(
 
 
 def em_update(image: np.ndarray, rows: Rows | Sequence[Rows], out: np.ndarray, *,
-              team: ThreadTeam | None = None) -> int:
+              team: ThreadTeam | None = None, workspace: EMWorkspace | None = None) -> int:
     """Add ``sum_j A_j^T (1 / (A_j f))`` over the rows with ``A_j f > 0`` into ``out``.
 
     This is the per-event part of list-mode EM (Listing 1.1's inner sum). ``image`` and
@@ -540,12 +541,12 @@ def em_update(image: np.ndarray, rows: Rows | Sequence[Rows], out: np.ndarray, *
     cache lines the gather from ``f`` just loaded. Returns the number of rows that contributed.
 
     ``rows`` may be one block or several (applied in order). With a ``team`` of ``T > 1``
-    threads (:class:`parvox.threads.ThreadTeam`) the step runs in two halves: the threads
-    split every block's rows to compute ``1 / (A_j f)`` (and each row's lowest and highest
-    voxel), then split ``out``'s voxels into ``T`` runs that hold about the same number of
-    entries (:func:`balanced_cuts`), and each adds the terms of its run, row by row, reading
-    only the rows that reach it. Every voxel gets the same
-    terms in the same order as with one thread, so ``out`` is the same bit for bit.
+    threads (:class:`parvox.threads.ThreadTeam`) thread 0 adds the first rows as one thread
+    does, while the others sum the rest and log their terms by voxel block, then all threads
+    add the logs block by block (:mod:`parvox.recon.em_threads`; ``workspace``, an
+    :class:`parvox.recon.em_threads.EMWorkspace`, keeps the logs' memory and the learnt split
+    from call to call). Every voxel gets the same terms in the same order as with one thread,
+    so ``out`` is the same bit for bit.
 
     Examples
     --------
@@ -569,44 +570,10 @@ def em_update(image: np.ndarray, rows: Rows | Sequence[Rows], out: np.ndarray, *
     flat_image = image if image.ndim == 1 else image.reshape(-1)
     flat_out = _flat_out(out)
     if team is None or team.threads == 1:
-        return sum(int(K.em_rows(flat_image, b.indptr, b.indices, b.weights, flat_out))
-                   for b in blocks)
-    threads = team.threads
-    ratios = [np.empty(b.n_rows, dtype=np.float64) for b in blocks]
-    row_lo = [np.empty(b.n_rows, dtype=np.int64) for b in blocks]
-    row_hi = [np.empty(b.n_rows, dtype=np.int64) for b in blocks]
-
-    def forward(part: int) -> int:
-        used = 0
-        for b, r, rl, rh in zip(blocks, ratios, row_lo, row_hi, strict=True):
-            first, stop = split_extent(b.n_rows, threads, part)
-            used += int(K.em_ratios(flat_image, b.indptr, b.indices, b.weights, first, stop, r,
-                                    rl, rh))
-        return used
-
-    used = sum(team.run(forward))
-    if not any(b.n_rows for b in blocks):
-        return used
-    # the voxels in runs of whole bins, cut so that the threads read about as many entries
-    size = flat_out.shape[0]
-    width = -(-size // min(size, 64 * threads))
-    n_bins = -(-size // width)
-    r_all = np.concatenate(ratios)
-    lo_all = np.concatenate(row_lo)
-    hi_all = np.concatenate(row_hi)
-    live = (r_all != 0.0) & (hi_all >= 0)
-    cuts = balanced_cuts(np.where(live, lo_all // width, 0), np.where(live, hi_all // width + 1, 0),
-                         np.concatenate([np.diff(b.indptr) + 1.0 for b in blocks]), n_bins, threads)
-
-    def back(part: int) -> None:
-        lo, hi = cuts[part] * width, min(cuts[part + 1] * width, size)
-        if lo >= hi:
-            return
-        for b, r, rl, rh in zip(blocks, ratios, row_lo, row_hi, strict=True):
-            K.em_back_range(r, b.indptr, b.indices, b.weights, flat_out, lo, hi, rl, rh)
-
-    team.run(back)
-    return used
+        return sum(int(K.em_rows(flat_image, b.indptr, b.indices, b.weights, 0, b.n_rows,
+                                 flat_out)) for b in blocks)
+    return em_threaded(flat_image, blocks, flat_out, team,
+                       EMWorkspace() if workspace is None else workspace)
 
 
 def _flat_out(out: np.ndarray) -> np.ndarray:
