@@ -367,6 +367,34 @@ def _edge_lines() -> tuple[np.ndarray, np.ndarray]:
 
 
 @pytest.mark.parametrize("method", METHODS)
+def test_back_projection_in_cache_runs_is_the_whole_image_one_bit_for_bit(monkeypatch, method):
+    """Runs of 1, 2 and 3 planes (and threads' runs cut into them) against one pass over the
+    whole image, float64 and float32, on odd grids."""
+    from parvox.recon import projectors
+
+    odd = ImageGrid((11, 6, 5), (0.9, 1.3, 1.7), (-4.0, 0.5, 1.0))
+    point = RNG.uniform(odd.lower, odd.upper, (80, 3))
+    direction = RNG.normal(size=(80, 3))
+    cases = [(GRID, *_edge_lines()), (odd, point - 20 * direction, point + 20 * direction)]
+    for grid, s, e in cases:
+        kw = {"voxel_size": grid.voxel_size, "origin": grid.origin, "method": method}
+        y = RNG.random(len(s)) + 0.5
+        y[::9] = 0.0  # skipped lines
+        plane = grid.shape[1] * grid.shape[2]
+        for dtype in (np.float64, np.float32):
+            monkeypatch.setattr(projectors, "BACK_RUN_BYTES", 1 << 40)
+            whole = back_project(y, s, e, grid.shape, dtype=dtype, **kw)
+            assert whole.any()
+            for planes in (1, 2, 3):
+                monkeypatch.setattr(projectors, "BACK_RUN_BYTES",
+                                    planes * plane * np.dtype(dtype).itemsize)
+                for threads in (1, 2):
+                    np.testing.assert_array_equal(
+                        back_project(y, s, e, grid.shape, dtype=dtype, threads=threads, **kw),
+                        whole)
+
+
+@pytest.mark.parametrize("method", METHODS)
 def test_line_planes_cover_every_voxel_a_line_touches(method):
     s, e = _edge_lines()
     shape, lo, vox = GRID.kernel_geometry()
