@@ -1076,10 +1076,13 @@ def em_apply(log_idx, log_val, starts, stops, b_first, b_stop, c):  # pragma: no
     """Add the logged terms of the voxel blocks ``b_first .. b_stop - 1`` into ``c``: block by
     block (its part of ``c`` stays in cache), and in a block the logs ``t = 0, 1, ...`` in turn,
     log ``t``'s terms ``starts[t, b] .. stops[t, b] - 1`` in the order :func:`em_log` wrote
-    them."""
+    them (prefetching ``c`` :data:`EM_PREFETCH` terms ahead)."""
     for b in range(b_first, b_stop):
         for t in range(starts.shape[0]):
+            last = stops[t, b] - 1
             for p in range(starts[t, b], stops[t, b]):
+                # few terms per cache line when the logs are short: prefetch as em_rows does
+                _prefetch(c, np.int64(log_idx[min(p + EM_PREFETCH, last)]))
                 c[log_idx[p]] += log_val[p]
 
 

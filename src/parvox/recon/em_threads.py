@@ -42,7 +42,7 @@ import numpy as np
 from parvox.recon import _kernels as K
 from parvox.threads import ThreadTeam
 
-__all__ = ["EMWorkspace", "em_threaded"]
+__all__ = ["EMSplit", "EMWorkspace", "em_threaded"]
 
 #: a voxel block of ``c`` takes about this many bytes (with its stride): half an L2 cache
 BLOCK_BYTES = 1 << 20
@@ -86,14 +86,18 @@ class EMWorkspace:
         return self._idx[:entries], self._val[:entries]
 
     def learn(self, threads: int, cost_first: float, entries_first: int, cost_rest: float,
-              entries_rest: int) -> None:
-        """Move the share towards the one that balances the measured costs per entry."""
+              entries_rest: int, other: float = 0.0) -> None:
+        """Move the share towards the one that balances the measured costs per entry (CPU
+        seconds ``cost_first`` for thread 0's ``entries_first`` entries, ``cost_rest`` for
+        each other thread's ``entries_rest``, next to ``other`` seconds of other work)."""
         if min(cost_first, cost_rest) <= 0 or min(entries_first, entries_rest) <= 0:
             return
-        a0 = cost_first / entries_first
+        a0 = cost_first / entries_first  # per entry
         a1 = cost_rest / entries_rest
-        balanced = threads * a1 / (a1 + (threads - 1) * a0)
-        self.share = min(max(0.5 * (self.share + balanced), 0.2), threads * 0.95)
+        total = entries_first + entries_rest * (threads - 1)
+        # a0 q total = other + a1 (1 - q) total / (T - 1), q = share / T
+        q = (other + a1 * total / (threads - 1)) / (total * (a0 + a1 / (threads - 1)))
+        self.share = min(max(0.5 * (self.share + threads * q), 0.2), threads * 0.95)
 
 
 def _pieces(bounds: np.ndarray, blocks: Sequence[Any], lo: int, hi: int) -> list[tuple[int, int, int]]:
@@ -111,6 +115,91 @@ def _pieces(bounds: np.ndarray, blocks: Sequence[Any], lo: int, hi: int) -> list
     return out
 
 
+class EMSplit:
+    """One threaded EM step over ``blocks``, in parts a team runs: :meth:`first` (part ``t`` of
+    step 1), :meth:`finish` (between the steps, in one thread), :meth:`second` (part ``t`` of
+    step 2). :func:`em_threaded` runs them on a team; OSEM's runner runs step 1 next to other
+    work of the logging threads (tracing the next rows), which :meth:`finish` takes into
+    account when it learns the split.
+
+    Parameters
+    ----------
+    f, blocks, c, workspace
+        As in :func:`em_threaded`.
+    threads : int
+        The team's size (>= 2).
+    """
+
+    def __init__(self, f: np.ndarray, blocks: Sequence[Any], c: np.ndarray, threads: int,
+                 workspace: EMWorkspace) -> None:
+        self.f, self.blocks, self.c = f, blocks, c
+        self.threads, self.workspace = threads, workspace
+        bounds = np.concatenate(([0], np.cumsum([int(b.indptr[-1]) for b in blocks])))
+        total = int(bounds[-1])
+        # entry cuts: thread 0 takes ``share / T`` of the entries, the others the rest evenly
+        first_cut = int(total * min(workspace.share / threads, 0.95))
+        cuts = [0] + [first_cut + (total - first_cut) * t // (threads - 1)
+                      for t in range(threads)]
+        self.work = [_pieces(bounds, blocks, cuts[t], cuts[t + 1]) for t in range(threads)]
+        stride = max(abs(c.strides[0]), 1)
+        self.shift = max(int(np.log2(BLOCK_BYTES / stride)), 6)
+        self.n_blocks = ((c.shape[0] - 1) >> self.shift) + 1
+        # logging thread t writes its entries from base[t] on in the logs, block by block (its
+        # terms of block b from starts[t - 1, b] on)
+        self.entries = [sum(int(blocks[k].indptr[z] - blocks[k].indptr[a]) for k, a, z in w)
+                        for w in self.work]
+        self.base = np.cumsum([0, 0, *self.entries[1:]])
+        index_dtype = np.result_type(*[b.indices.dtype for b in blocks]) if blocks else np.int32
+        self.log_idx, self.log_val = workspace.reserve(index_dtype, int(self.base[-1]))
+        self.starts = np.zeros((threads - 1, self.n_blocks), np.int64)
+        self.pos = np.zeros((threads - 1, self.n_blocks), np.int64)
+        self.used = [0] * threads
+        self.seconds = [0.0] * threads
+        self.block_cuts: list[int] = []
+
+    def first(self, t: int) -> None:
+        """Step 1, part ``t``: thread 0 adds its rows into ``c``, the others log theirs."""
+        t0 = time.thread_time()
+        f, c, blocks, shift = self.f, self.c, self.blocks, self.shift
+        used = 0
+        if t == 0:
+            for k, a, z in self.work[0]:
+                b = blocks[k]
+                used += int(K.em_rows(f, b.indptr, b.indices, b.weights, a, z, c))
+        else:
+            counts = np.zeros(self.n_blocks, np.int64)
+            for k, a, z in self.work[t]:
+                K.em_count(blocks[k].indptr, blocks[k].indices, a, z, shift, counts)
+            self.starts[t - 1] = np.cumsum(counts) - counts + self.base[t]
+            pos = self.pos[t - 1]
+            pos[:] = self.starts[t - 1]
+            for k, a, z in self.work[t]:
+                b = blocks[k]
+                used += int(K.em_log(f, b.indptr, b.indices, b.weights, a, z, shift, pos,
+                                     self.log_idx, self.log_val))
+        self.used[t] = used
+        self.seconds[t] = time.thread_time() - t0
+
+    def finish(self, other_seconds: float = 0.0) -> None:
+        """After step 1: learn the split (``other_seconds``: what each logging thread spent on
+        other work next to its part, CPU seconds), and cut the blocks for step 2."""
+        threads = self.threads
+        rest = sum(self.seconds[1:]) / (threads - 1)
+        self.workspace.learn(threads, self.seconds[0], self.entries[0], rest,
+                             int(self.base[-1]) // (threads - 1), other_seconds)
+        # the blocks in runs of about the same number of terms
+        reach = np.cumsum((self.pos - self.starts).sum(axis=0))
+        self.block_cuts = [0] + [int(np.searchsorted(reach, reach[-1] * t // threads,
+                                                     side="right"))
+                                 for t in range(1, threads)] + [self.n_blocks]
+
+    def second(self, t: int) -> None:
+        """Step 2, part ``t``: add the logs of a run of blocks into ``c``."""
+        a, b = self.block_cuts[t], self.block_cuts[t + 1]
+        if a < b:
+            K.em_apply(self.log_idx, self.log_val, self.starts, self.pos, a, b, self.c)
+
+
 def em_threaded(f: np.ndarray, blocks: Sequence[Any], c: np.ndarray, team: ThreadTeam,
                 workspace: EMWorkspace) -> int:
     """Add ``sum_j A_j^T (1 / (A_j f))`` over the rows with ``A_j f > 0`` into the flat ``c``
@@ -120,60 +209,11 @@ def em_threaded(f: np.ndarray, blocks: Sequence[Any], c: np.ndarray, team: Threa
     applied in order. ``c`` gets what :func:`parvox.recon._kernels.em_rows` over the rows in
     order gives, bit for bit.
     """
-    threads = team.threads
-    bounds = np.concatenate(([0], np.cumsum([int(b.indptr[-1]) for b in blocks])))
-    total = int(bounds[-1])
-    if threads == 1 or total == 0:
+    if team.threads == 1 or not sum(int(b.indptr[-1]) for b in blocks):
         return sum(int(K.em_rows(f, b.indptr, b.indices, b.weights, 0, b.n_rows, c))
                    for b in blocks)
-    # entry cuts: thread 0 takes ``share / T`` of the entries, the others the rest evenly
-    first_cut = int(total * min(workspace.share / threads, 0.95))
-    cuts = [0] + [first_cut + (total - first_cut) * t // (threads - 1) for t in range(threads)]
-    work = [_pieces(bounds, blocks, cuts[t], cuts[t + 1]) for t in range(threads)]
-    stride = max(abs(c.strides[0]), 1)
-    shift = max(int(np.log2(BLOCK_BYTES / stride)), 6)
-    n_blocks = ((c.shape[0] - 1) >> shift) + 1
-    # logging thread t writes its entries from base[t] on in the logs, block by block (its
-    # terms of block b from starts[t - 1, b] on)
-    entries = [sum(int(blocks[k].indptr[z] - blocks[k].indptr[a]) for k, a, z in w)
-               for w in work]
-    base = np.cumsum([0, 0, *entries[1:]])
-    index_dtype = np.result_type(*[b.indices.dtype for b in blocks])
-    log_idx, log_val = workspace.reserve(index_dtype, int(base[-1]))
-    starts = np.zeros((threads - 1, n_blocks), np.int64)
-    pos = np.zeros((threads - 1, n_blocks), np.int64)
-
-    def first_step(t: int) -> tuple[int, float]:
-        t0 = time.thread_time()
-        used = 0
-        if t == 0:
-            for k, a, z in work[0]:
-                b = blocks[k]
-                used += int(K.em_rows(f, b.indptr, b.indices, b.weights, a, z, c))
-            return used, time.thread_time() - t0
-        counts = np.zeros(n_blocks, np.int64)
-        for k, a, z in work[t]:
-            K.em_count(blocks[k].indptr, blocks[k].indices, a, z, shift, counts)
-        starts[t - 1] = np.cumsum(counts) - counts + base[t]
-        pos[t - 1] = starts[t - 1]
-        for k, a, z in work[t]:
-            b = blocks[k]
-            used += int(K.em_log(f, b.indptr, b.indices, b.weights, a, z, shift, pos[t - 1],
-                                 log_idx, log_val))
-        return used, time.thread_time() - t0
-
-    results = team.run(first_step)
-    rest = sum(r[1] for r in results[1:]) / (threads - 1)
-    workspace.learn(threads, results[0][1], entries[0], rest, int(base[-1]) // (threads - 1))
-    per_block = (pos - starts).sum(axis=0)
-    # the blocks in runs of about the same number of terms
-    reach = np.cumsum(per_block)
-    block_cuts = [0] + [int(np.searchsorted(reach, reach[-1] * t // threads, side="right"))
-                        for t in range(1, threads)] + [n_blocks]
-
-    def second_step(t: int) -> None:
-        if block_cuts[t] < block_cuts[t + 1]:
-            K.em_apply(log_idx, log_val, starts, pos, block_cuts[t], block_cuts[t + 1], c)
-
-    team.run(second_step)
-    return sum(r[0] for r in results)
+    split = EMSplit(f, blocks, c, team.threads, workspace)
+    team.run(split.first)
+    split.finish()
+    team.run(split.second)
+    return sum(split.used)

@@ -45,7 +45,9 @@ Examples
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -57,7 +59,7 @@ from parvox.decomposition import split_extent
 from parvox.errors import AllRanksValueError, ParameterError
 from parvox.progressbar import Progress
 from parvox.recon._kernels import em_image_update
-from parvox.recon.em_threads import EMWorkspace
+from parvox.recon.em_threads import EMSplit, EMWorkspace
 from parvox.recon.geometry import ImageGrid
 from parvox.recon.listmode import ListModeFile, subset_range
 from parvox.recon.metrics import Scores, Truth, score
@@ -414,6 +416,10 @@ class _Engine:
         # rows of one subset, reused every subset: one arena per thread
         self.arenas = [RowArena(index_dtype, dtype) for _ in range(team.threads)]
         self.em_workspace = EMWorkspace()  # the threaded EM step's logs, kept mapped
+        # :meth:`_pipelined`: the arenas of the batch traced next to the EM step, and the
+        # EM split there (thread 0 takes more: the others trace too)
+        self.next_arenas = [RowArena(index_dtype, dtype) for _ in range(team.threads)]
+        self.pipe_workspace = EMWorkspace(share=1.6)
 
     def _reset(self) -> None:
         for arena in self.arenas:
@@ -456,6 +462,30 @@ class _Engine:
         ahead = min(int(per_row * (stop - start)), budget // per_entry)
         for arena in self.arenas:  # each thread traces 1 / T of every batch
             arena.preallocate(-(-(ahead + int(per_row * self.chunk)) // len(self.arenas)))
+        for arena in self.next_arenas[1:]:  # or 1 / (T - 1) next to the EM step
+            arena.preallocate(-(-int(per_row * self.chunk) // (len(self.arenas) - 1)))
+
+    def _pipe_part(self, t: int, split: EMSplit | None, lines: tuple[np.ndarray, np.ndarray] | None,
+                   arenas: list[RowArena]) -> tuple[list[Rows], float]:
+        """Part ``t`` of a step of :meth:`_pipelined`: thread 0's rows of ``split``, or a share
+        of the next batch's ``lines`` traced into ``arenas[t]`` and the thread's part of
+        ``split``; returns the rows traced and the CPU seconds that took."""
+        if t == 0:
+            if split is not None:
+                split.first(0)
+            return [], 0.0
+        t0 = time.thread_time()
+        traced: list[Rows] = []
+        if lines is not None:  # parts 1 .. T - 1 trace the next batch
+            a, b = split_extent(lines[0].shape[0], self.team.threads - 1, t - 1)
+            if a < b:
+                traced = trace_row_blocks(lines[0][a:b], lines[1][a:b], self.grid,
+                                          method=self.method, dtype=self.dtype,
+                                          row_hint=self.row_hint, arena=arenas[t])
+        seconds = time.thread_time() - t0
+        if split is not None:
+            split.first(t)
+        return traced, seconds
 
     def prepare(self, subset: int, budget: int, times: SubsetTimes, step: int,
                 request: Any = None, tests: int = 0) -> _Prepared:
@@ -490,9 +520,41 @@ class _Engine:
             em_update(f, ready.rows, c, team=self.team, workspace=self.em_workspace)
         ready.rows.clear()
         self._reset()
+        if self.team.threads > 1 and ready.pending:
+            self._pipelined(ready.pending, f, c, times, step)
+            return
         for rec in ready.pending:
             with times.timing(step, "trace"):
                 blocks = self._rows(rec)
             with times.timing(step, "backproject"):
                 em_update(f, blocks, c, team=self.team, workspace=self.em_workspace)
             self._reset()
+
+    def _pipelined(self, pending: list[np.ndarray], f: np.ndarray, c: np.ndarray,
+                   times: SubsetTimes, step: int) -> None:
+        """The pending events with ``T > 1`` threads: while thread 0 adds the rows of one
+        batch (:class:`parvox.recon.em_threads.EMSplit`), the others trace the next batch,
+        then log their share of the rows. The first batch's tracing counts as ``trace``, the
+        rest as ``backproject``. The same sums as one thread's, bit for bit."""
+        threads = self.team.threads
+        with times.timing(step, "trace"):
+            blocks = self._rows(pending[0])  # every thread's arena of set 0
+        arenas = [self.arenas, self.next_arenas]
+        with times.timing(step, "backproject"):
+            for i in range(len(pending)):
+                rec = pending[i + 1] if i + 1 < len(pending) else None
+                lines = None if rec is None else self.scanner.lor_endpoints(rec["d1"], rec["d2"])
+                split = (EMSplit(f, blocks, c, threads, self.pipe_workspace)
+                         if sum(int(b.indptr[-1]) for b in blocks) else None)
+                nxt = arenas[(i + 1) % 2]
+                results = self.team.run(functools.partial(self._pipe_part, split=split,
+                                                          lines=lines, arenas=nxt))
+                if split is not None:
+                    split.finish(sum(r[1] for r in results[1:]) / (threads - 1))
+                    self.team.run(split.second)
+                for arena in arenas[i % 2]:
+                    arena.reset()
+                blocks = [b for r in results for b in r[0]]
+                rows = sum(b.n_rows for b in blocks)
+                if rows:
+                    self.row_hint = sum(int(b.indptr[-1]) for b in blocks) / rows
