@@ -7,7 +7,7 @@ order, and :func:`em_threaded` keeps that order with ``T`` threads in two steps:
 
 1. thread 0 does exactly that for the first rows (into ``c``), while threads ``1 .. T - 1``
    each take an equal share of the other rows, sum them and *log* their terms ``(i, w r)`` by
-   voxel block (:func:`parvox.recon._kernels.em_log`: a block of ``c`` fits the L2 cache);
+   voxel block (:func:`parvox.recon._kernels.em_log`; a block of ``c`` fits the L3 cache);
 2. all threads add the logs, each a run of whole blocks, block by block and log by log
    (:func:`parvox.recon._kernels.em_apply`): a block's part of ``c`` stays in cache.
 
@@ -44,8 +44,11 @@ from parvox.threads import ThreadTeam
 
 __all__ = ["EMSplit", "EMWorkspace", "em_threaded"]
 
-#: a voxel block of ``c`` takes about this many bytes (with its stride): half an L2 cache
-BLOCK_BYTES = 1 << 20
+#: a voxel block of ``c`` takes about this many bytes (with its stride): an eighth of the L3
+#: cache. Fewer blocks make the logging cheaper (fewer write streams), and the scatter
+#: prefetches, so larger blocks cost it little (measured on a 48 MiB image, 2 threads: 4 and
+#: 8 MiB blocks took about 20 % less CPU time than 1 MiB ones)
+BLOCK_BYTES = 4 << 20
 
 
 class EMWorkspace:
