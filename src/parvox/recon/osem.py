@@ -266,9 +266,12 @@ def osem(
     threads : int, optional
         Threads per rank for ray tracing and the EM step (seed 000's OpenMP threads inside
         each MPI process); default ``$PARVOX_THREADS``, else 1. Each rank keeps one image:
-        the threads split the events to trace and project them, then split the image's
-        voxels to back-project, so the image is the same bit for bit at any thread count
-        (:func:`parvox.recon.projectors.em_update`). The threads are joined on return.
+        the threads split the events to trace them; in the EM step thread 0 adds the first
+        rows as one thread does while the others log the terms of the rest, added after block
+        by block (:func:`parvox.recon.projectors.em_update`), and in step 2 the others trace
+        the next batch meanwhile; the update is split by voxels. The image is the same bit for
+        bit at any thread count. With threads, the tracing of step 2's later batches counts in
+        the ``backproject`` phase (it overlaps the EM step). The threads are joined on return.
     dtype : float32 or float64
         Image, rows and allreduce precision.
     callback : callable, optional
