@@ -372,6 +372,7 @@ def test_back_projection_in_cache_runs_is_the_whole_image_one_bit_for_bit(monkey
     whole image, float64 and float32, on odd grids."""
     from parvox.recon import projectors
 
+    monkeypatch.setattr(projectors, "BACK_RUN_SPAN", 1e9)  # runs however long the lines
     odd = ImageGrid((11, 6, 5), (0.9, 1.3, 1.7), (-4.0, 0.5, 1.0))
     point = RNG.uniform(odd.lower, odd.upper, (80, 3))
     direction = RNG.normal(size=(80, 3))
@@ -392,6 +393,11 @@ def test_back_projection_in_cache_runs_is_the_whole_image_one_bit_for_bit(monkey
                     np.testing.assert_array_equal(
                         back_project(y, s, e, grid.shape, dtype=dtype, threads=threads, **kw),
                         whole)
+            # lines too long for the runs: one run
+            monkeypatch.setattr(projectors, "BACK_RUN_SPAN", 0.0)
+            np.testing.assert_array_equal(back_project(y, s, e, grid.shape, dtype=dtype, **kw),
+                                          whole)
+            monkeypatch.setattr(projectors, "BACK_RUN_SPAN", 1e9)
 
 
 @pytest.mark.parametrize("method", METHODS)

@@ -46,7 +46,7 @@ from parvox.recon.em_threads import EMWorkspace, em_threaded
 from parvox.recon.geometry import ImageGrid
 from parvox.threads import ThreadTeam, resolve_threads
 
-__all__ = ["BACK_RUN_BYTES", "METHODS", "Rows", "back_project", "balanced_cuts", "em_update", "forward_project", "parse_method",
+__all__ = ["BACK_RUN_BYTES", "BACK_RUN_SPAN", "METHODS", "Rows", "back_project", "balanced_cuts", "em_update", "forward_project", "parse_method",
            "RowArena", "trace_row_blocks", "trace_rows"]
 
 #: Projector names and their kernel codes.
@@ -201,7 +201,9 @@ def back_project(
         it reaches. With Joseph, every thread (one as well, on an image larger than
         :data:`BACK_RUN_BYTES`) adds into its planes in runs of at most
         :data:`BACK_RUN_BYTES`, one after the other, tracing for each run the lines that
-        reach it: the run stays in cache, and the image is the same bit for bit.
+        reach it: the run stays in cache, and the image is the same bit for bit (not when
+        the lines cross more than 0.6 of a run's planes on average: each would be traced in
+        several runs).
 
     Examples
     --------
@@ -227,7 +229,8 @@ def back_project(
     n_threads = min(resolve_threads(threads), max(n0, 1))
     plane = flat.shape[0] // max(n0, 1)
     # planes per cache run (Joseph's; Siddon's back-projection, fewer voxels per line, lost
-    # more to tracing each line once per run than it gained: one run)
+    # more to tracing each line once per run than it gained: one run; so did lines that cross
+    # more than 0.6 of a run on average, below)
     run = max(1, BACK_RUN_BYTES // max(plane * out.itemsize, 1)) if code == K.JOSEPH else n0
     if n_threads == 1 and n0 <= run:
         K.back(v, s, e, kshape, lo, vox, code, bound, flat, 0, flat.shape[0], _NO_REACH,
@@ -258,6 +261,14 @@ def back_project(
 
     with ThreadTeam(n_threads) as team:
         team.run(reach)
+        span = (reach_stop - reach_first)[v != 0.0]
+        span = span[span > 0]
+        if span.size and float(span.mean()) > BACK_RUN_SPAN * run:
+            run = n0  # lines this long would each be traced in several runs: one run
+            if n_threads == 1:
+                K.back(v, s, e, kshape, lo, vox, code, bound, flat, 0, flat.shape[0],
+                       _NO_REACH, _NO_REACH)
+                return out
         if n_threads > 1:
             work[v == 0.0] = 0.0  # the kernel skips them
             cuts = balanced_cuts(reach_first, reach_stop, work, n0, n_threads)
@@ -269,10 +280,13 @@ def back_project(
 
 #: :func:`back_project` (Joseph) adds into runs of whole planes of about this many bytes, one
 #: after the other (each thread its own): a run's voxels stay in the (shared) L3 cache while
-#: the lines that reach it are added (measured on a 48 MiB image, 20 000 and 100 000 lines, 1
-#: thread, and 2 at once: 16 MiB runs cut the CPU time by a quarter to a third; with Siddon
-#: they made it 10-25 % slower)
+#: the lines that reach it are added (measured on a 48 MiB image, 20 000 and 100 000 random
+#: lines that cross 50 planes on average, 1 thread, and 2 at once: 16 MiB runs, 93 planes,
+#: cut the CPU time by a quarter to a third; they made it 10-25 % slower with Siddon, and
+#: 5-15 % with the OSEM benchmark's events, lines that cross 67 planes on average)
 BACK_RUN_BYTES = 16 << 20
+#: ... unless the lines cross more than this fraction of a run's planes on average
+BACK_RUN_SPAN = 0.6
 
 
 #: the reach arrays of a back-projection over the whole image (not read)
