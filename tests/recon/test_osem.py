@@ -110,3 +110,26 @@ def test_default_test_calls_follow_the_allreduce_schedule():
     assert _test_calls(None, SimpleNamespace(rounds=3), 4) == 16
     assert _test_calls(5, nine_rounds, 2) == 5
     assert _test_calls(0, nine_rounds, 2) == 0
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_the_update_kernel_is_numpys_three_products_bit_for_bit(dtype):
+    """OSEM's update ``f * c * inv_a * scale`` (on the team, by voxel ranges) rounds as the
+    three in-place NumPy products it replaced; it zeroes the rank's next sum."""
+    from parvox.recon._kernels import em_image_update
+
+    rng = np.random.default_rng(9)
+    n = 1001
+    fc = (rng.random((n, 2)) * 10).astype(dtype)  # f and the rank's c interleaved, as in osem
+    c = (rng.random(n) * 3).astype(dtype)
+    inv_a = (rng.random(n) * 2).astype(dtype)
+    inv_a[::7] = 0
+    scale = np.dtype(dtype).type(401767 / 40177)
+    ref = fc[:, 0].copy()
+    np.multiply(ref, c, out=ref)
+    np.multiply(ref, inv_a, out=ref)
+    ref *= scale
+    for a, b in ((0, 500), (500, n)):  # two threads' parts
+        em_image_update(fc[:, 0], c, inv_a, scale, a, b, fc[:, 1])
+    np.testing.assert_array_equal(fc[:, 0], ref)
+    assert not fc[:, 1].any()

@@ -261,6 +261,31 @@ def test_em_update_with_threads_is_one_threads_bit_for_bit(threads, dtype):
         assert em_update(f, blocks[2], one, team=team) == 0
 
 
+@pytest.mark.parametrize("block_bytes", [64, 1 << 12])
+def test_em_update_threads_logs_by_block_any_split(monkeypatch, block_bytes):
+    """Many voxel blocks, every split of the rows between the fused thread and the logging
+    ones (the learnt share), a workspace reused: one thread's sums bit for bit."""
+    from parvox.recon import em_threads
+    from parvox.threads import ThreadTeam
+
+    monkeypatch.setattr(em_threads, "BLOCK_BYTES", block_bytes)
+    f = RNG.random(SHAPE) + 0.1
+    f.flat[::5] = 0
+    blocks = [trace_rows(*_random_lines(n), GRID, method=m)
+              for n, m in ((83, "joseph"), (0, "siddon"), (2, "siddon"), (70, "joseph"))]
+    serial = np.ones(SHAPE)  # adds into what is there, as OSEM's scatter does
+    used = sum(em_update(f, b, serial) for b in blocks)
+    workspace = em_threads.EMWorkspace()
+    for threads, share in ((2, 0.2), (2, 1.9), (3, 1.0), (3, 2.8), (2, None), (2, None)):
+        if share is not None:
+            workspace.share = share
+        c = np.ones(SHAPE)
+        with ThreadTeam(threads) as team:
+            assert em_update(f, blocks, c, team=team, workspace=workspace) == used
+        np.testing.assert_array_equal(c, serial)
+    assert 0.2 <= workspace.share <= 2 * 0.95 and workspace.nbytes > 0
+
+
 def test_bad_input_names_the_argument():
     s, e = _random_lines(3)
     image = np.ones(SHAPE)
@@ -339,6 +364,40 @@ def _edge_lines() -> tuple[np.ndarray, np.ndarray]:
         ends += [b, a]
     s, e = _random_lines(60)
     return np.concatenate([np.array(starts), s]), np.concatenate([np.array(ends), e])
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_back_projection_in_cache_runs_is_the_whole_image_one_bit_for_bit(monkeypatch, method):
+    """Runs of 1, 2 and 3 planes (and threads' runs cut into them) against one pass over the
+    whole image, float64 and float32, on odd grids."""
+    from parvox.recon import projectors
+
+    monkeypatch.setattr(projectors, "BACK_RUN_SPAN", 1e9)  # runs however long the lines
+    odd = ImageGrid((11, 6, 5), (0.9, 1.3, 1.7), (-4.0, 0.5, 1.0))
+    point = RNG.uniform(odd.lower, odd.upper, (80, 3))
+    direction = RNG.normal(size=(80, 3))
+    cases = [(GRID, *_edge_lines()), (odd, point - 20 * direction, point + 20 * direction)]
+    for grid, s, e in cases:
+        kw = {"voxel_size": grid.voxel_size, "origin": grid.origin, "method": method}
+        y = RNG.random(len(s)) + 0.5
+        y[::9] = 0.0  # skipped lines
+        plane = grid.shape[1] * grid.shape[2]
+        for dtype in (np.float64, np.float32):
+            monkeypatch.setattr(projectors, "BACK_RUN_BYTES", 1 << 40)
+            whole = back_project(y, s, e, grid.shape, dtype=dtype, **kw)
+            assert whole.any()
+            for planes in (1, 2, 3):
+                monkeypatch.setattr(projectors, "BACK_RUN_BYTES",
+                                    planes * plane * np.dtype(dtype).itemsize)
+                for threads in (1, 2):
+                    np.testing.assert_array_equal(
+                        back_project(y, s, e, grid.shape, dtype=dtype, threads=threads, **kw),
+                        whole)
+            # lines too long for the runs: one run
+            monkeypatch.setattr(projectors, "BACK_RUN_SPAN", 0.0)
+            np.testing.assert_array_equal(back_project(y, s, e, grid.shape, dtype=dtype, **kw),
+                                          whole)
+            monkeypatch.setattr(projectors, "BACK_RUN_SPAN", 1e9)
 
 
 @pytest.mark.parametrize("method", METHODS)

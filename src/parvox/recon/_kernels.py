@@ -39,8 +39,11 @@ __all__ = [
     "JOSEPH",
     "SIDDON",
     "back",
-    "em_back_range",
-    "em_ratios",
+    "EM_PREFETCH",
+    "em_apply",
+    "em_count",
+    "em_image_update",
+    "em_log",
     "em_rows",
     "forward",
     "line_order",
@@ -985,17 +988,34 @@ def rows_back(values, indptr, indices, weights, image):  # pragma: no cover
             image[indices[k]] += weights[k] * v
 
 
+#: how many entries ahead the EM kernels prefetch the image (a row's voxels are scattered over
+#: the image: with the loads of the next ~48 entries in flight the misses overlap)
+EM_PREFETCH = 48
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _em_ratio(f, indptr, indices, weights, j, last):  # pragma: no cover - compiled
+    """Row ``j``'s ``A_j f`` (summed in entry order), prefetching ``f`` :data:`EM_PREFETCH`
+    entries ahead (not beyond entry ``last``)."""
+    s = 0.0
+    for k in range(indptr[j], indptr[j + 1]):
+        _prefetch(f, np.int64(indices[min(k + EM_PREFETCH, last)]))
+        s += weights[k] * f[indices[k]]
+    return s
+
+
 @numba.njit(nogil=True, cache=True)
-def em_rows(f, indptr, indices, weights, c):  # pragma: no cover
-    """The EM step of a block of rows: ``c += sum_j A_j^T (1 / (A_j f))`` over ``A_j f > 0``.
+def em_rows(f, indptr, indices, weights, first, stop, c):  # pragma: no cover
+    """The EM step of rows ``first .. stop - 1``: ``c += sum_j A_j^T (1 / (A_j f))`` over
+    ``A_j f > 0``, each row's scatter right after its sum (it finds the lines the sum loaded when
+    ``f`` and ``c`` are interleaved).
 
     Returns the number of rows whose projection was positive.
     """
     used = 0
-    for j in range(indptr.shape[0] - 1):
-        s = 0.0
-        for k in range(indptr[j], indptr[j + 1]):
-            s += weights[k] * f[indices[k]]
+    last = max(indptr[stop] - 1, indptr[first])
+    for j in range(first, stop):
+        s = _em_ratio(f, indptr, indices, weights, j, last)
         if s > 0.0:
             r = 1.0 / s
             for k in range(indptr[j], indptr[j + 1]):
@@ -1005,49 +1025,72 @@ def em_rows(f, indptr, indices, weights, c):  # pragma: no cover
 
 
 @numba.njit(nogil=True, cache=True)
-def em_ratios(f, indptr, indices, weights, first, stop, r, row_lo, row_hi):  # pragma: no cover
-    """The forward half of :func:`em_rows` for rows ``first .. stop - 1``: ``r[j] = 1 / (A_j f)``
-    where ``A_j f > 0``, else 0. Returns the number of positive rows.
+def em_count(indptr, indices, first, stop, shift, counts):  # pragma: no cover - compiled
+    """Add to ``counts[b]`` the entries of rows ``first .. stop - 1`` in voxel block ``b``
+    (voxels ``b << shift .. (b + 1) << shift``)."""
+    # a row's entries come in runs in one block: count a run in a register, not in memory
+    k = indptr[first]
+    end = indptr[stop]
+    while k < end:
+        b = indices[k] >> shift
+        run = k
+        k += 1
+        while k < end and indices[k] >> shift == b:
+            k += 1
+        counts[b] += k - run
 
-    Also writes the smallest and largest voxel index of each row into ``row_lo[j]`` and
-    ``row_hi[j]`` (``0, -1`` for an empty row), so that :func:`em_back_range` skips the rows
-    that miss its range. With :func:`em_back_range` it splits the EM step over threads: rows
-    are independent here.
-    """
+
+@numba.njit(nogil=True, cache=True)
+def em_log(f, indptr, indices, weights, first, stop, shift, pos, log_idx,  # pragma: no cover
+           log_val):
+    """:func:`em_rows` for rows ``first .. stop - 1`` that writes its terms instead of adding
+    them: term ``(i, weights[k] * (1 / (A_j f)))`` goes to ``log_idx[pos[b]]``,
+    ``log_val[pos[b]]`` of voxel ``i``'s block ``b = i >> shift`` (``pos[b]`` then moves on),
+    in row order. :func:`em_apply` adds them later: ``c[i] += value``, the same sums as
+    :func:`em_rows`'s. Returns the number of positive rows."""
     used = 0
+    last = max(indptr[stop] - 1, indptr[first])
     for j in range(first, stop):
-        s = 0.0
-        low = np.iinfo(np.int64).max
-        high = -1
-        for k in range(indptr[j], indptr[j + 1]):
-            i = indices[k]
-            s += weights[k] * f[i]
-            low = min(low, i)
-            high = max(high, i)
-        row_lo[j] = low if high >= 0 else 0
-        row_hi[j] = high
+        s = _em_ratio(f, indptr, indices, weights, j, last)
         if s > 0.0:
-            r[j] = 1.0 / s
+            r = 1.0 / s
+            k = indptr[j]
+            end = indptr[j + 1]
+            while k < end:  # a run of entries in one block, its position in a register
+                b = indices[k] >> shift
+                p = pos[b]
+                while True:
+                    log_idx[p] = indices[k]
+                    log_val[p] = weights[k] * r
+                    p += 1
+                    k += 1
+                    if k == end or indices[k] >> shift != b:
+                        break
+                pos[b] = p
             used += 1
-        else:
-            r[j] = 0.0
     return used
 
 
 @numba.njit(nogil=True, cache=True)
-def em_back_range(r, indptr, indices, weights, c, lo, hi, row_lo, row_hi):  # pragma: no cover
-    """The back half of :func:`em_rows`, for the voxels ``lo <= i < hi`` only: ``c[i] +=
-    weights * r[j]`` over the rows with ``r[j] != 0``, in row order; rows whose indices
-    (``row_lo[j] .. row_hi[j]``, from :func:`em_ratios`) all miss the range are not read.
+def em_apply(log_idx, log_val, starts, stops, b_first, b_stop, c):  # pragma: no cover
+    """Add the logged terms of the voxel blocks ``b_first .. b_stop - 1`` into ``c``: block by
+    block (its part of ``c`` stays in cache), and in a block the logs ``t = 0, 1, ...`` in turn,
+    log ``t``'s terms ``starts[t, b] .. stops[t, b] - 1`` in the order :func:`em_log` wrote
+    them (prefetching ``c`` :data:`EM_PREFETCH` terms ahead)."""
+    for b in range(b_first, b_stop):
+        for t in range(starts.shape[0]):
+            last = stops[t, b] - 1
+            for p in range(starts[t, b], stops[t, b]):
+                # few terms per cache line when the logs are short: prefetch as em_rows does
+                _prefetch(c, np.int64(log_idx[min(p + EM_PREFETCH, last)]))
+                c[log_idx[p]] += log_val[p]
 
-    Every voxel gets its terms in the order :func:`em_rows` adds them, so threads that own
-    disjoint voxel ranges together write exactly what one :func:`em_rows` call writes.
-    """
-    for j in range(indptr.shape[0] - 1):
-        v = r[j]
-        if v == 0.0 or row_hi[j] < lo or row_lo[j] >= hi:
-            continue
-        for k in range(indptr[j], indptr[j + 1]):
-            i = indices[k]
-            if i >= lo and i < hi:
-                c[i] += weights[k] * v
+
+@numba.njit(nogil=True, cache=True)
+def em_image_update(f, c, inv_a, scale, first, stop, zero):  # pragma: no cover - compiled
+    """OSEM's update of voxels ``first .. stop - 1``: ``f = ((f * c) * inv_a) * scale`` (each
+    product rounded to ``f``'s dtype, as NumPy's three in-place multiplications round), and
+    ``zero[i] = 0`` (the next subset's sum)."""
+    for i in range(first, stop):
+        f[i] = f[i] * c[i] * inv_a[i] * scale
+        zero[i] = 0

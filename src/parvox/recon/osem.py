@@ -45,7 +45,9 @@ Examples
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +58,8 @@ from parvox.comm import get_comm, private_comm
 from parvox.decomposition import split_extent
 from parvox.errors import AllRanksValueError, ParameterError
 from parvox.progressbar import Progress
+from parvox.recon._kernels import em_image_update
+from parvox.recon.em_threads import EMSplit, EMWorkspace
 from parvox.recon.geometry import ImageGrid
 from parvox.recon.listmode import ListModeFile, subset_range
 from parvox.recon.metrics import Scores, Truth, score
@@ -262,9 +266,12 @@ def osem(
     threads : int, optional
         Threads per rank for ray tracing and the EM step (seed 000's OpenMP threads inside
         each MPI process); default ``$PARVOX_THREADS``, else 1. Each rank keeps one image:
-        the threads split the events to trace and project them, then split the image's
-        voxels to back-project, so the image is the same bit for bit at any thread count
-        (:func:`parvox.recon.projectors.em_update`). The threads are joined on return.
+        the threads split the events to trace them; in the EM step thread 0 adds the first
+        rows as one thread does while the others log the terms of the rest, added after block
+        by block (:func:`parvox.recon.projectors.em_update`), and in step 2 the others trace
+        the next batch meanwhile; the update is split by voxels. The image is the same bit for
+        bit at any thread count. With threads, the tracing of step 2's later batches counts in
+        the ``backproject`` phase (it overlaps the EM step). The threads are joined on return.
     dtype : float32 or float64
         Image, rows and allreduce precision.
     callback : callable, optional
@@ -334,7 +341,8 @@ def osem(
                         ready = engine.prepare(sub, 0, times, k)
                     engine.backproject(ready, f, c_rank, times, k)
                     with times.timing(k, "backproject"):
-                        flat_c[:] = c_rank
+                        _on_team(team, lambda a, b: np.copyto(flat_c[a:b], c_rank[a:b]),
+                                 grid.size)
                     ready = None
                     if mode == "blocking":
                         with times.timing(k, "allreduce"):
@@ -352,11 +360,10 @@ def osem(
                                                        if progress == "test" else 0)
                         with times.timing(k, "wait"):
                             req.wait()
-                    with times.timing(k, "update"):  # f * c / (a m_l / m)
-                        np.multiply(f, flat_c, out=f)
-                        np.multiply(f, inv_a, out=f)
-                        f *= dt.type(m / sizes[sub])
-                        c_rank.fill(0)
+                    with times.timing(k, "update"):  # f * c / (a m_l / m), c_rank = 0
+                        scale = dt.type(m / sizes[sub])
+                        _on_team(team, lambda a, b, s=scale: em_image_update(  # type: ignore[misc]
+                            f, flat_c, inv_a, s, a, b, c_rank), grid.size)
                 bar.update(1)
                 if callback is not None and sub == subsets - 1:
                     callback(it, f.reshape(grid.shape))
@@ -371,6 +378,14 @@ def osem(
     return OSEMResult(_filtered(f, grid, fwhm, c), mean, most,
                       [f"{it + 1}.{sub + 1}" for it, sub in steps], m, size, mode, progress,
                       window_mean, scores, fwhm, n_threads)
+
+
+def _on_team(team: ThreadTeam, work: Callable[[int, int], Any], n: int) -> None:
+    """``work(a, b)`` on ``team``, each thread a contiguous part ``[a, b)`` of ``range(n)``."""
+    if team.threads == 1:
+        work(0, n)
+    else:
+        team.run(lambda p: work(*split_extent(n, team.threads, p)))
 
 
 def _filtered(f: np.ndarray, grid: ImageGrid, fwhm: float, comm: MPI.Intracomm) -> np.ndarray:
@@ -403,6 +418,11 @@ class _Engine:
         index_dtype = np.int32 if grid.size < 2**31 else np.int64
         # rows of one subset, reused every subset: one arena per thread
         self.arenas = [RowArena(index_dtype, dtype) for _ in range(team.threads)]
+        self.em_workspace = EMWorkspace()  # the threaded EM step's logs, kept mapped
+        # :meth:`_pipelined`: the arenas of the batch traced next to the EM step, and the
+        # EM split there (thread 0 takes more: the others trace too)
+        self.next_arenas = [RowArena(index_dtype, dtype) for _ in range(team.threads)]
+        self.pipe_workspace = EMWorkspace(share=1.6)
 
     def _reset(self) -> None:
         for arena in self.arenas:
@@ -437,7 +457,7 @@ class _Engine:
             rec = np.zeros(1, dtype=rec.dtype)
             rec["d2"] = self.scanner.detectors_per_ring // 2
         scratch = np.zeros((c.shape[0], 2), c.dtype)[:, 1]  # the same layout as c
-        em_update(f, self._rows(rec), scratch, team=self.team)
+        em_update(f, self._rows(rec), scratch, team=self.team, workspace=self.em_workspace)
         self._reset()
         arena = self.arenas[0]
         per_entry = arena.index_dtype.itemsize + arena.weight_dtype.itemsize
@@ -445,6 +465,30 @@ class _Engine:
         ahead = min(int(per_row * (stop - start)), budget // per_entry)
         for arena in self.arenas:  # each thread traces 1 / T of every batch
             arena.preallocate(-(-(ahead + int(per_row * self.chunk)) // len(self.arenas)))
+        for arena in self.next_arenas[1:]:  # or 1 / (T - 1) next to the EM step
+            arena.preallocate(-(-int(per_row * self.chunk) // (len(self.arenas) - 1)))
+
+    def _pipe_part(self, t: int, split: EMSplit | None, lines: tuple[np.ndarray, np.ndarray] | None,
+                   arenas: list[RowArena]) -> tuple[list[Rows], float]:
+        """Part ``t`` of a step of :meth:`_pipelined`: thread 0's rows of ``split``, or a share
+        of the next batch's ``lines`` traced into ``arenas[t]`` and the thread's part of
+        ``split``; returns the rows traced and the CPU seconds that took."""
+        if t == 0:
+            if split is not None:
+                split.first(0)
+            return [], 0.0
+        t0 = time.thread_time()
+        traced: list[Rows] = []
+        if lines is not None:  # parts 1 .. T - 1 trace the next batch
+            a, b = split_extent(lines[0].shape[0], self.team.threads - 1, t - 1)
+            if a < b:
+                traced = trace_row_blocks(lines[0][a:b], lines[1][a:b], self.grid,
+                                          method=self.method, dtype=self.dtype,
+                                          row_hint=self.row_hint, arena=arenas[t])
+        seconds = time.thread_time() - t0
+        if split is not None:
+            split.first(t)
+        return traced, seconds
 
     def prepare(self, subset: int, budget: int, times: SubsetTimes, step: int,
                 request: Any = None, tests: int = 0) -> _Prepared:
@@ -476,12 +520,44 @@ class _Engine:
                     step: int) -> None:
         """``c += sum A_i^T (1 / (A_i f))`` over the prepared rows, then the pending events."""
         with times.timing(step, "backproject"):
-            em_update(f, ready.rows, c, team=self.team)
+            em_update(f, ready.rows, c, team=self.team, workspace=self.em_workspace)
         ready.rows.clear()
         self._reset()
+        if self.team.threads > 1 and ready.pending:
+            self._pipelined(ready.pending, f, c, times, step)
+            return
         for rec in ready.pending:
             with times.timing(step, "trace"):
                 blocks = self._rows(rec)
             with times.timing(step, "backproject"):
-                em_update(f, blocks, c, team=self.team)
+                em_update(f, blocks, c, team=self.team, workspace=self.em_workspace)
             self._reset()
+
+    def _pipelined(self, pending: list[np.ndarray], f: np.ndarray, c: np.ndarray,
+                   times: SubsetTimes, step: int) -> None:
+        """The pending events with ``T > 1`` threads: while thread 0 adds the rows of one
+        batch (:class:`parvox.recon.em_threads.EMSplit`), the others trace the next batch,
+        then log their share of the rows. The first batch's tracing counts as ``trace``, the
+        rest as ``backproject``. The same sums as one thread's, bit for bit."""
+        threads = self.team.threads
+        with times.timing(step, "trace"):
+            blocks = self._rows(pending[0])  # every thread's arena of set 0
+        arenas = [self.arenas, self.next_arenas]
+        with times.timing(step, "backproject"):
+            for i in range(len(pending)):
+                rec = pending[i + 1] if i + 1 < len(pending) else None
+                lines = None if rec is None else self.scanner.lor_endpoints(rec["d1"], rec["d2"])
+                split = (EMSplit(f, blocks, c, threads, self.pipe_workspace)
+                         if sum(int(b.indptr[-1]) for b in blocks) else None)
+                nxt = arenas[(i + 1) % 2]
+                results = self.team.run(functools.partial(self._pipe_part, split=split,
+                                                          lines=lines, arenas=nxt))
+                if split is not None:
+                    split.finish(sum(r[1] for r in results[1:]) / (threads - 1))
+                    self.team.run(split.second)
+                for arena in arenas[i % 2]:
+                    arena.reset()
+                blocks = [b for r in results for b in r[0]]
+                rows = sum(b.n_rows for b in blocks)
+                if rows:
+                    self.row_hint = sum(int(b.indptr[-1]) for b in blocks) / rows
