@@ -566,14 +566,13 @@ class Dataflow:
                 self.pool.give(buf)  # reused once the views the handler kept are gone
                 del buf
                 active = True
-            if pending:
-                still = []
-                for r, b in pending:
-                    if r.Test():
-                        self.pool.give(b)
-                    else:
-                        still.append((r, b))
-                pending = still
+            if pending:  # one MPI call for all (each call lets another thread take the GIL)
+                done = MPI.Request.Testsome([r for r, _ in pending])
+                if done:
+                    for i in done:
+                        self.pool.give(pending[i][1])
+                    gone = set(done)
+                    pending = [p for i, p in enumerate(pending) if i not in gone]
             if self._comm_stop.is_set() and not held and self._outbox.empty():
                 # sends still in flight are close()'s: a large one completes only once its
                 # receiver takes it, and that rank's communication thread may be gone already
@@ -583,10 +582,11 @@ class Dataflow:
                 idle = 0
             else:
                 # Idle: wait for something to send (which ends the wait at once) or until the
-                # next probe, backing off from 50 us to ``poll``. Probing more often than that
-                # cost the busy server a tenth of a core per rank. Held messages bound the wait.
+                # next probe, backing off from 200 us to ``poll`` (x4 a time). Probing more
+                # often cost the busy server a tenth of a core per rank: every wake-up is a
+                # context switch and takes the GIL from the stages. Held messages bound the wait.
                 idle += 1
-                wait = min(self._poll, 5e-5 * (1 << min(idle, 10)))
+                wait = min(self._poll, 5e-5 * (1 << min(2 * idle, 20)))
                 if since:
                     due = min(since.values()) + self.coalesce_delay - time.monotonic()
                     wait = max(min(wait, due), 0.0)
