@@ -3,7 +3,10 @@
 uvicorn parses HTTP with ``httptools`` and runs its event loop on ``uvloop`` (both
 dependencies; uvicorn picks them when they import): at 2 ranks about a tenth more 512x512
 slices/s than with ``h11`` and asyncio's loop, whose Python costs took rank 0's cores
-from the extraction (``docs/performance.md``, Slice server).
+from the extraction (``docs/performance.md``, Slice server). For the same reason ``GET
+/api/slice``, the request a viewer makes many times a second, is answered by a plain ASGI
+handler in front of Starlette (no middleware, routing, ``Request`` or ``Response`` object);
+every other request goes through Starlette.
 
 Endpoints
 ---------
