@@ -36,8 +36,8 @@ Usage::
     python bench/serve_load.py --url http://127.0.0.1:8000 --planes random --size 256
 
 Prints a table (requests, requests/s, latency p50/p99, MB/s, busy answers, errors, cache hit
-rate), the CPU seconds of the client process and of each rank on this host during the load
-(and minor page faults per slice), the engine-only rate of the same planes (needs ``--store``),
+rate), the CPU seconds of the client process (and the mean bytes of a slice) and of each rank
+on this host during the load (and minor page faults per slice), the engine-only rate of the same planes (needs ``--store``),
 the line ``ratio: server/engine slices per s = X`` and, last, ``errors: K`` (``errors: 0``
 when every request got its slice).
 """
@@ -426,7 +426,7 @@ def main(argv: list[str] | None = None) -> int:
     served = ok.sum() / wall
     nok = max(int(ok.sum()), 1)
     print(f"client ({args.client}): CPU {client_cpu:.2f} s, {1e3 * client_cpu / nok:.2f} ms "
-          "per slice")
+          f"per slice; {nbytes / nok / 1e3:.1f} kB per slice")
     if before is not None and after is not None:
         for r, (b, a) in enumerate(zip(before, after, strict=True)):
             cpu = a[1] - b[1] + a[2] - b[2]
