@@ -68,6 +68,13 @@ def test_messages_equal_the_parts_and_the_reference(tmp_path):
                             rows = new_rows(plane, ch, vd)
                             place_message(buf, rows, ch)
                             assert np.array_equal(rows.reshape(want.shape), want)
+                            wide = np.zeros((rows.shape[0], ch + 1), vd)  # rows not contiguous
+                            place_message(buf, wide[:, :ch], ch)
+                            assert np.array_equal(wide[:, :ch], rows) and not wide[:, ch].any()
+                            bad = buf.copy()  # a run past the last pixel
+                            message_arrays(bad, ch, vd)[3][-1, 0] = rows.shape[0]
+                            with pytest.raises(ValueError, match="buf"):
+                                place_message(bad, new_rows(plane, ch, vd), ch)
     finally:
         pool.shutdown()
 

@@ -162,7 +162,9 @@ class Dataflow:
     status : callable, optional
         ``status() -> dict`` of extra figures this rank reports in heartbeats.
     poll : float
-        Longest sleep of the idle communication thread, seconds.
+        Longest sleep of the idle communication thread, seconds, while this rank has nothing
+        queued; four times longer while it has (a token waits for a stage, or several of its
+        requests are in flight): what arrives then is not waited for.
     placement : mapping, optional
         Which rank (and how many threads) runs each stage (:func:`~parvox.dataflow.placement.place`:
         ``{"op/stage": rank}``); by default a stage runs on the rank its token was sent to.
@@ -566,14 +568,13 @@ class Dataflow:
                 self.pool.give(buf)  # reused once the views the handler kept are gone
                 del buf
                 active = True
-            if pending:
-                still = []
-                for r, b in pending:
-                    if r.Test():
-                        self.pool.give(b)
-                    else:
-                        still.append((r, b))
-                pending = still
+            if pending:  # one MPI call for all (each call lets another thread take the GIL)
+                done = MPI.Request.Testsome([r for r, _ in pending])
+                if done:
+                    for i in done:
+                        self.pool.give(pending[i][1])
+                    gone = set(done)
+                    pending = [p for i, p in enumerate(pending) if i not in gone]
             if self._comm_stop.is_set() and not held and self._outbox.empty():
                 # sends still in flight are close()'s: a large one completes only once its
                 # receiver takes it, and that rank's communication thread may be gone already
@@ -583,10 +584,14 @@ class Dataflow:
                 idle = 0
             else:
                 # Idle: wait for something to send (which ends the wait at once) or until the
-                # next probe, backing off from 50 us to ``poll``. Probing more often than that
-                # cost the busy server a tenth of a core per rank. Held messages bound the wait.
+                # next probe, backing off from 200 us to ``poll`` (x4 a time; 4 x ``poll``
+                # with work queued). Probing more often cost the busy server a tenth of a core
+                # per rank: every wake-up is a context switch and takes the GIL from the
+                # stages. Held messages bound the wait.
                 idle += 1
-                wait = min(self._poll, 5e-5 * (1 << min(idle, 10)))
+                wait = 5e-5 * (1 << min(2 * idle, 20))
+                if wait > self._poll:
+                    wait = min(wait, self._poll_cap())
                 if since:
                     due = min(since.values()) + self.coalesce_delay - time.monotonic()
                     wait = max(min(wait, due), 0.0)
@@ -594,6 +599,17 @@ class Dataflow:
                     waited = self._outbox.get(timeout=wait) if wait > 0 else None
                 except queue.Empty:
                     pass
+
+    def _poll_cap(self) -> float:
+        """The longest idle wait of the communication thread now: ``poll``, or four times it
+        while this rank has work queued (a stage's queue is not empty, or more than one of its
+        requests is in flight), so that a busy rank is not woken for messages it would only
+        queue (each wake-up is a context switch and takes the GIL from the stages)."""
+        if len(self._requests) > 1 or any(
+            q.qsize() for qs in self._queues.values() for q in qs
+        ):
+            return 4 * self._poll
+        return self._poll
 
     def _on_message(self, src: int, tag: int, buf: np.ndarray) -> None:
         head, payload = unpack(buf)

@@ -19,6 +19,7 @@ Examples
 from __future__ import annotations
 
 import dataclasses
+import math
 import pickle
 from collections.abc import Callable
 from typing import Any
@@ -129,7 +130,7 @@ def unpack(buf: np.ndarray) -> tuple[dict[str, Any], Any]:
     pos = _up(8 + n)
     for ref in refs:
         dt = np.dtype(ref.dtype)
-        count = int(np.prod(ref.shape, dtype=np.int64))
+        count = math.prod(ref.shape)
         views.append(buf[pos : pos + count * dt.itemsize].view(dt).reshape(ref.shape))
         pos = _up(pos + count * dt.itemsize)
     return header, _fill(skeleton, views)

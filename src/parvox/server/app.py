@@ -3,7 +3,10 @@
 uvicorn parses HTTP with ``httptools`` and runs its event loop on ``uvloop`` (both
 dependencies; uvicorn picks them when they import): at 2 ranks about a tenth more 512x512
 slices/s than with ``h11`` and asyncio's loop, whose Python costs took rank 0's cores
-from the extraction (``docs/performance.md``, Slice server).
+from the extraction (``docs/performance.md``, Slice server). For the same reason ``GET
+/api/slice``, the request a viewer makes many times a second, is answered by a plain ASGI
+handler in front of Starlette (no middleware, routing, ``Request`` or ``Response`` object);
+every other request goes through Starlette.
 
 Endpoints
 ---------
@@ -48,8 +51,9 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
+from urllib.parse import parse_qsl
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -57,6 +61,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from parvox.dataflow import DataflowError, DataflowTimeout
 from parvox.errors import ParameterError
@@ -82,9 +87,12 @@ def _error(status: int, message: str, parameter: str | None = None, **headers: s
     return JSONResponse(body, status_code=status, headers=headers or None)
 
 
-def create_app(service: SliceService, max_size: int | None = None) -> Starlette:
-    """The Starlette application serving ``service`` (a :class:`SliceService` on rank 0);
-    ``max_size``: the largest slice side (``service.options.max_size`` by default)."""
+def create_app(service: SliceService, max_size: int | None = None) -> ASGIApp:
+    """The ASGI application serving ``service`` (a :class:`SliceService` on rank 0);
+    ``max_size``: the largest slice side (``service.options.max_size`` by default).
+
+    ``GET /api/slice`` is answered directly, every other request by a Starlette application
+    (the viewer, the other endpoints, the precomputed source)."""
     source = service.source
     meta = source.meta
     if max_size is None:
@@ -117,10 +125,12 @@ def create_app(service: SliceService, max_size: int | None = None) -> Starlette:
             }
         )
 
-    async def slice_(request: Request) -> Response:
+    async def slice_response(query: Mapping[str, str]) -> Response | tuple[bytes, str, list]:
+        """The answer to a slice query: an error response, or ``(body, media type, extra
+        headers)`` of the slice."""
         t0 = time.perf_counter()
         try:
-            q = parse_slice_query(request.query_params, meta.spacing, max_size=max_size)
+            q = parse_slice_query(query, meta.spacing, max_size=max_size)
         except ParameterError as exc:
             return _error(400, str(exc), exc.param)
         ok, _ = service.health()
@@ -143,12 +153,16 @@ def create_app(service: SliceService, max_size: int | None = None) -> Starlette:
             return _error(500, str(exc))
         service.count_bytes_out(len(body))
         ms = (time.perf_counter() - t0) * 1e3
-        return Response(
-            body,
-            media_type=MEDIA_TYPES[q.fmt],
-            headers={"Cache-Control": "no-store", "X-Parvox-Latency-Ms": f"{ms:.2f}",
-                     "X-Parvox-Level": str(level)},
-        )
+        return body, MEDIA_TYPES[q.fmt], [(b"cache-control", b"no-store"),
+                                          (b"x-parvox-latency-ms", b"%.2f" % ms),
+                                          (b"x-parvox-level", b"%d" % level)]
+
+    async def slice_(request: Request) -> Response:
+        got = await slice_response(request.query_params)
+        if isinstance(got, Response):
+            return got
+        body, media, extra = got
+        return Response(body, media_type=media, headers={k.decode(): v.decode() for k, v in extra})
 
     async def overview(request: Request) -> Response:
         view = request.query_params.get("view")
@@ -185,7 +199,28 @@ def create_app(service: SliceService, max_size: int | None = None) -> Starlette:
         Mount("/static", app=StaticFiles(directory=static_dir()), name="static"),
         Mount(MOUNT, app=precomputed_app(service)),  # Neuroglancer's precomputed source
     ]
-    return Starlette(routes=routes)
+    routed = Starlette(routes=routes)
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        # ``GET /api/slice``, the one request a viewer makes many times a second, goes
+        # straight to its handler: Starlette's middleware, routing, Request and Response
+        # objects cost rank 0 about a tenth of a millisecond a slice (the cores extract);
+        # everything else, and every other method on that path, goes through Starlette
+        if scope["type"] != "http" or scope["path"] != "/api/slice" or scope["method"] != "GET":
+            await routed(scope, receive, send)
+            return
+        query = dict(parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True))
+        got = await slice_response(query)
+        if isinstance(got, Response):
+            await got(scope, receive, send)
+            return
+        body, media, extra = got
+        headers = [(b"content-length", b"%d" % len(body)),
+                   (b"content-type", media.encode("latin-1")), *extra]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    return app
 
 
 def _listening_socket(host: str, port: int, backlog: int) -> socket.socket:

@@ -25,10 +25,12 @@ is mapped to that level's voxel coordinates once, in :meth:`SliceService.submit`
 rank reads that level's extents. A plane sampled ``"nearest"`` (and every plane of a label
 store) travels in the volume's own dtype from the kernel through the messages to the merged
 slice, so ids are exact; PNG/JPEG show a label store's ids in hashed colours
-(:func:`~parvox.server.imaging.label_colours`) and NPY holds them. :meth:`SliceService.encode` turns raw slices into PNG or JPEG
-in a pool of threads of its own (the encoders release the GIL), off the merge path, so the
-next requests are merged while earlier ones are encoded; PNG is :mod:`parvox.server.png` at
-deflate level ``png_level``.
+(:func:`~parvox.server.imaging.label_colours`) and NPY holds them.
+:meth:`SliceService.submit_encoded` encodes a slice as PNG or JPEG in the dispatcher thread
+that merged it, as soon as it is merged (its pixels are still in that core's cache; the other
+dispatchers merge the next requests meanwhile, and the encoders release the GIL);
+:meth:`SliceService.encode` encodes a raw slice in a pool of threads of its own. PNG is
+:mod:`parvox.server.png` at deflate level ``png_level``.
 
 **Placement** (the seed's configuration map, Figure 8): the ``stages`` table of a configuration
 map (:func:`load_stage_map`, :func:`stage_placement`) names the rank running ``extract`` (the
@@ -64,6 +66,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import json
 import os
+import threading
 import time
 import tomllib
 from collections.abc import Callable, Iterator, Mapping
@@ -426,9 +429,10 @@ class SliceService:
         self, plane: Plane, level: int | str, fmt: str, quality: int = 90,
         window: tuple[float, float] | None = None,
     ) -> cf.Future[bytes]:
-        """:meth:`submit` then :meth:`encode`: a future of the slice's encoded bytes, encoded
-        on the rank the stage map names (rank 0's encoding threads by default, else the merge's
-        rank). Raises as :meth:`submit`; the future as :meth:`submit`'s and :meth:`encode`'s."""
+        """:meth:`submit` then the encoding: a future of the slice's encoded bytes, encoded
+        on the rank the stage map names (on rank 0 by default, in the thread that merged the
+        slice; else in the merge's rank's encoding stage). Raises as :meth:`submit`; the future
+        as :meth:`submit`'s and :meth:`encode`'s."""
         out: cf.Future[bytes] = cf.Future()
 
         def fail_or(f: cf.Future[Any], then: Callable[[Any], None]) -> None:
@@ -446,10 +450,16 @@ class SliceService:
             fut = self._submit(plane, True, level, (fmt, quality, window), image)
             fut.add_done_callback(lambda f: fail_or(f, lambda a: out.set_result(a.tobytes())))
         else:
+            caller = threading.current_thread()
+
             def encode(raw: np.ndarray) -> None:
-                self.encode(raw, fmt, quality, window).add_done_callback(
-                    lambda g: fail_or(g, out.set_result)
-                )
+                if threading.current_thread() is caller:  # done before the callback was set:
+                    self.encode(raw, fmt, quality, window).add_done_callback(  # not here
+                        lambda g: fail_or(g, out.set_result)
+                    )
+                else:  # in the thread that merged the slice, whose cache still holds it
+                    out.set_result(encode_slice(raw, self.source.meta.dtype, fmt, quality, window,
+                                                self.options.png_level, self.source.labels))
 
             fut = self._submit(plane, True, level, image=image)
             fut.add_done_callback(lambda f: fail_or(f, encode))

@@ -132,8 +132,9 @@ class ServerOptions:
         DEFAULT_PNG_LEVEL, "Deflate level of PNG slices, 0-9 (1: fast; 1-3 ISA-L, 4-9 zlib).", metavar="L"
     )
     encode_threads: int = _field(
-        2, "Threads encoding PNG/JPEG slices on the encoding rank (0 unless the stage map "
-        "moves it; >= 1).", metavar="T"
+        2, "Threads encoding PNG/JPEG slices on the merge's rank when the stage map moves the "
+        "encoding there (on rank 0 a slice is encoded by the thread that merged it; >= 1).",
+        metavar="T"
     )
     front_share: float = _field(
         0.6, "Without config: rank 0's share of the disks against 1 for every other rank, "

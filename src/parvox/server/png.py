@@ -36,6 +36,7 @@ import struct
 import zlib
 
 import numpy as np
+from isal import isal_zlib
 
 __all__ = ["PNG_LEVELS", "PNG_SIGNATURE", "encode_png", "parse_png_level"]
 
@@ -61,16 +62,15 @@ def parse_png_level(level: object) -> int:
 
 
 def _chunk(kind: bytes, data: bytes) -> bytes:
-    """A PNG chunk: length, type, data, CRC-32 of type and data."""
+    """A PNG chunk: length, type, data, CRC-32 of type and data (ISA-L's, several times
+    faster than zlib's for the same value)."""
     return b"".join((struct.pack(">I", len(data)), kind, data,
-                     struct.pack(">I", zlib.crc32(data, zlib.crc32(kind)))))
+                     struct.pack(">I", isal_zlib.crc32(data, isal_zlib.crc32(kind)))))
 
 
 def _deflate(data: np.ndarray, level: int) -> bytes:
     """A zlib stream (RFC 1950) of ``data``'s bytes at ``level``."""
     if level in _ISAL_LEVELS:
-        from isal import isal_zlib
-
         return isal_zlib.compress(data.data, level)
     return zlib.compress(data.data, level)
 
