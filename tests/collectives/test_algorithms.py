@@ -75,6 +75,17 @@ def test_allreduce_noncommutative_in_place(p, alg):
         assert (bufs[r] == ref).all()
 
 
+@pytest.mark.parametrize("alg", ["linear", "binomial", "recursive_doubling", "ring",
+                                 "rabenseifner"])
+def test_one_rank_in_place_allreduce_touches_nothing(alg):
+    # alone, in place is already the result: no copy of a (large) image per call
+    buf = np.arange(7, dtype=np.int64)
+    s = getattr(ar, f"allreduce_{alg}")(buf, buf, parse_op("sum"), 0, 1)
+    assert [act for rnd in s.rounds for act in rnd] == []
+    simulate([s])
+    np.testing.assert_array_equal(buf, np.arange(7))
+
+
 @pytest.mark.parametrize("p", SIZES)
 @pytest.mark.parametrize("alg", ["linear", "binomial", "rabenseifner"])
 def test_reduce_every_root(p, alg):

@@ -97,7 +97,9 @@ def reduce_linear(
     parts: list[np.ndarray] = []
     for i in range(size):
         if i == root:
-            own = sendbuf if sendbuf is not recvbuf else sendbuf.copy()
+            # in place, the root's vector is copied before the others fold into recvbuf;
+            # alone (one rank), in place is already the result
+            own = sendbuf if sendbuf is not recvbuf or size == 1 else sendbuf.copy()
             parts.append(own)
         else:
             tmp = np.empty_like(recvbuf)
@@ -105,7 +107,8 @@ def reduce_linear(
             parts.append(tmp)
     s.keep.extend(parts)
     s.next_round()
-    s.local(_copy(recvbuf, parts[0]))
+    if parts[0] is not recvbuf:
+        s.local(_copy(recvbuf, parts[0]))
     for i in range(1, size):
         s.local(_combine(op, recvbuf, parts[i], recvbuf))
     s.result = recvbuf
