@@ -5,8 +5,9 @@ of its blocking and its overlapped (LibNBC) reconstruction per thread count. Her
 image and scanner of ``bench/osem.py`` (a 48 MiB float64 image, 10 subsets, one iteration),
 reconstructed with ``threads=T`` per rank (:func:`parvox.recon.osem`, ``parvox.threads``) in
 the layouts ``--layouts`` (ranks x threads; on a 2-core machine ``1x1,1x2,2x1``: one rank
-with two threads against two ranks with one), with a blocking ``MPI_Allreduce`` and with the
-overlapped ring ``iallreduce`` progressed by test calls. Every layout with the same rank count
+with two threads against two ranks with one), with a blocking ``MPI_Allreduce`` (the seed's baseline), with
+parvox's blocking allreduce (``algorithm="auto"``, OSEM's default) and with the overlapped ring
+``iallreduce`` progressed by test calls. Every layout with the same rank count
 runs in one ``mpiexec`` job, in a rotating order over ``--repeats`` rounds (medians).
 
 It prints per layout and configuration the run time, the speed-up over one thread at the same
@@ -38,6 +39,9 @@ from osem import RESULTS, SHAPE, SUBSETS, _data  # bench/osem.py
 
 CONFIGS: dict[str, dict[str, Any]] = {
     "blocking MPI": {"mode": "blocking", "algorithm": "native"},
+    # parvox's own blocking allreduce (``auto``, OSEM's default algorithm): the ranks x threads
+    # ratio's configuration (bench/threads.py), what a parvox user's 2 ranks run
+    "blocking parvox": {"mode": "blocking", "algorithm": "auto"},
     "overlap test": {"mode": "overlap", "algorithm": "ring", "progress": "test"},
 }
 
