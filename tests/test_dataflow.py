@@ -272,6 +272,31 @@ def test_close_receives_late_results_instead_of_leaving_them_to_the_next_communi
         after.Free()
 
 
+@mpi_test(ranks=(2, 3), timeout=60)
+def test_close_stops_the_serving_ranks_when_rank_0_leaves_before_its_stop_all():
+    """Rank 0 fails inside the runtime's ``with`` (before it calls ``stop_all``) while the
+    other ranks serve: the close still ends their ``serve_forever`` (it hung in the barrier),
+    and the error reaches rank 0."""
+    from mpi4py import MPI
+
+    from parvox.dataflow import Dataflow
+
+    comm = MPI.COMM_WORLD
+    op = Operation("echo", split=lambda x: [Token(comm.Get_size() - 1, x)],
+                   stages=(Stage(lambda x: x),), merge=lambda acc, r: r, init=lambda x: None)
+    failed = False
+    try:
+        with Dataflow([op]) as flow:
+            if comm.Get_rank() == 0:
+                assert flow.run("echo", 7) == 7
+                raise LookupError("the serving rank fails before its stop_all")
+            flow.serve_forever()
+    except LookupError:
+        failed = True
+    assert failed == (comm.Get_rank() == 0)
+    assert flow.pool.stats.held_bytes == 0
+
+
 def test_wire_roundtrip_keeps_arrays_and_small_objects():
     a = np.arange(12, dtype=np.float32).reshape(3, 4)
     b = np.empty((0, 3), dtype=np.int64)

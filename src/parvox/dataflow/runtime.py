@@ -744,13 +744,18 @@ class Dataflow:
         self._unfinished_sends = []
 
     def close(self) -> None:
-        """Stop the runtime (collective): wait for every rank, stop all threads, free the
+        """Stop the runtime (collective): ask every other rank's :meth:`serve_forever` to
+        return (as :meth:`stop_all`), wait for every rank, stop all threads, free the
         runtime's duplicate communicator and its message buffers."""
         if self._closed:
             return
         self._closed = True
         if self._watchdog is not None:
             self._watchdog.stop()
+        # close is collective: a rank leaving early (an error on the serving rank before its
+        # stop_all) must not leave the others in serve_forever, waiting for a stop that never
+        # comes while it waits for them in the barrier; the extra stops are drained below
+        self.stop_all()
         self._pool.shutdown(wait=True)
         self.comm.Barrier()
         for name, op in self.ops.items():
