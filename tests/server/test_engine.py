@@ -228,6 +228,44 @@ def test_engine_and_service_share_one_extraction_path():
             service.flow.serve_forever()
 
 
+@mpi_test(ranks=(2, 3), timeout=120)
+def test_tokens_that_reach_a_rank_before_its_service_holds_the_runtime_are_served():
+    """The other ranks' runtimes run (their communication and stage threads started) a
+    second before their constructors return, while rank 0 already sends tokens: the extract
+    stage must not need the service's ``flow`` yet (it failed with an AttributeError, under
+    load, in the full suite)."""
+    import time
+
+    from mpi4py import MPI
+
+    from parvox.server import engine
+    from parvox.server.options import ServerOptions
+
+    comm = MPI.COMM_WORLD
+    path, vol = _store()
+    plain = engine.Dataflow
+
+    class SlowToReturn(plain):  # type: ignore[misc, valid-type]
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            if comm.Get_rank() != 0:
+                time.sleep(1.0)  # rank 0's tokens arrive meanwhile
+
+    engine.Dataflow = SlowToReturn
+    try:
+        with engine.SliceService(path, ServerOptions(batch=4), comm) as service:
+            if comm.Get_rank() == 0:
+                planes = _planes(service.source, 3, seed=5)
+                futures = [service.submit(p) for p in planes]
+                for plane, fut in zip(planes, futures, strict=True):
+                    _check(vol, plane, fut.result(timeout=60))
+                service.flow.stop_all()
+            else:
+                service.flow.serve_forever()
+    finally:
+        engine.Dataflow = plain
+
+
 @mpi_test(ranks=(1, 3), timeout=180)
 def test_overview_counts_as_pending_and_concurrent_callers_share_it():
     import concurrent.futures as cf

@@ -174,6 +174,11 @@ class Dataflow:
     coalesce_delay : float
         Seconds a message may wait for others to the same rank before it is sent (>= 0; 0:
         only the messages already queued are coalesced, nothing waits).
+    pool : BufferPool, optional
+        The message buffers (:attr:`pool`; a new one by default), closed with the runtime.
+        Give it when a stage allocates from it: the stages may run before the constructor
+        has returned (a token from a rank that finished constructing first), before the
+        caller holds the runtime.
 
     Attributes
     ----------
@@ -194,6 +199,7 @@ class Dataflow:
         placement: Any = None,
         coalesce: int = 1,
         coalesce_delay: float = 0.0,
+        pool: BufferPool | None = None,
     ) -> None:
         from mpi4py import MPI
 
@@ -272,7 +278,7 @@ class Dataflow:
         #: watchdog, read by any through snapshots)
         self.peers = Peers(self.rank, self.size)
         #: the message buffers of this runtime (freed by :meth:`close`)
-        self.pool = BufferPool()
+        self.pool = pool if pool is not None else BufferPool()
         self._stop_requested = threading.Event()
         self._comm_stop = threading.Event()
         self._watchdog: Watchdog | None = None

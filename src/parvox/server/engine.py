@@ -76,6 +76,7 @@ import numpy as np
 
 from parvox.dataflow import Dataflow, DataflowError, DataflowTimeout, Operation, Stage, Token
 from parvox.dataflow.liveness import LivenessPolicy
+from parvox.dataflow.pool import BufferPool
 from parvox.errors import ParameterError
 from parvox.server.boxes import BoxReads
 from parvox.server.imaging import encode_slice
@@ -243,6 +244,9 @@ class SliceService:
         self._encoder = cf.ThreadPoolExecutor(
             options.encode_threads, thread_name_prefix="parvox-encode"
         )
+        # the runtime's message buffers, held here before the runtime exists: the extract
+        # stage allocates from them, and a token may reach it before ``self.flow`` is set
+        self._buffers = BufferPool()
         try:
             merge_rank, placement = stage_placement(stages, self.nranks)
             #: the rank encoding the slices of :meth:`submit_encoded` (0 or ``merge_rank``)
@@ -281,8 +285,10 @@ class SliceService:
                 placement={f"{'slice' if merge_rank == 0 else 'slice-parts'}/{k}": v
                            for k, v in placement.items()},
                 coalesce=options.coalesce, coalesce_delay=options.coalesce_delay,
+                pool=self._buffers,
             )
         except BaseException:
+            self._buffers.close()
             self._encoder.shutdown()
             self.source.close()
             raise
@@ -329,11 +335,11 @@ class SliceService:
         # the kernel writes the message itself, in a buffer of the runtime's pool: the
         # runtime gives it back once sent or merged; the cached extents reach it by address
         buf = src.message_of(token["plane"], blocks, token["keys"], token["ranges"],
-                             alloc=self.flow.pool.take, cached=cached)
+                             alloc=self._buffers.take, cached=cached)
         if not token["rounded"]:
             return buf
-        small = round_message(buf, src.channels, src.meta.dtype, alloc=self.flow.pool.take)
-        self.flow.pool.give(buf)
+        small = round_message(buf, src.channels, src.meta.dtype, alloc=self._buffers.take)
+        self._buffers.give(buf)
         return small
 
     def _init(self, request: tuple[Any, ...]) -> tuple[Any, ...]:
