@@ -15,7 +15,13 @@ Runs MPI's own collectives (the peer) and parvox's schedules in the same MPI job
    of it: S1 (star: gather to root + send to all), S2 (binomial tree), S3 (recursive doubling
    all-gather), with the time ratios next to the seed's Table 2;
 5. process skew: the last rank is delayed; total time of blocking allreduce + work versus
-   non-blocking allreduce overlapped with the same work.
+   non-blocking allreduce overlapped with the same work;
+6. the ring's segment: ring allreduce of 16 and 48 MiB (in place, as OSEM sums its image)
+   with segments of 256 KiB ... 4 MiB, each call after a pass over 64 MiB of other memory
+   (the caches hold what the computation left, as in an application), the default marked,
+   with the minor page faults of a call (temporaries the C library mapped anew). It runs
+   first, while the process's heap is as an application's is (the later sections' large
+   frees move the C library's thresholds).
 
 Usage::
 
@@ -271,6 +277,38 @@ def _tiles(comm, quick: bool) -> dict:
             "probe": {str(k): v for k, v in chosen.tuning.times.items()}}
 
 
+SEGMENTS = (256 << 10, 512 << 10, 1 << 20, 2 << 20, 4 << 20)
+
+
+def _segments(comm, quick: bool) -> list[dict]:
+    """Ring allreduce time and page faults per segment size, caches evicted before each
+    call."""
+    import resource
+
+    from parvox import collectives as coll
+
+    other = np.ones((64 << 20) // 8)
+    rows = []
+    for nbytes in (16 << 20, 48 << 20):
+        x = np.ones(nbytes // 8)
+        for seg in SEGMENTS:
+            def call(seg=seg, x=x):
+                np.add(other, 1.0, out=other)  # evict: the time of the add is not counted
+                comm.Barrier()
+                f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+                t0 = time.perf_counter()
+                coll.allreduce(x, x, algorithm="ring", segment=seg)
+                t = time.perf_counter() - t0
+                return t, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0
+
+            call()
+            ts, faults = zip(*[call() for _ in range(5 if quick else 9)], strict=True)
+            rows.append({"bytes": nbytes, "segment": seg,
+                         "t": comm.allreduce(float(np.median(ts)), op=_max()),
+                         "faults": comm.allreduce(int(np.median(faults)), op=_max())})
+    return rows
+
+
 def worker(args: argparse.Namespace) -> None:
     from mpi4py import MPI
 
@@ -283,6 +321,7 @@ def worker(args: argparse.Namespace) -> None:
                    file=sys.stderr, leave=False)
     except ImportError:  # pragma: no cover
         bar = None
+    segments = _segments(comm, args.quick)  # first: see the module's documentation
     latency = _latency(comm, args.quick, args.max_bytes, bar)
     bar.close()
     result = {
@@ -293,6 +332,7 @@ def worker(args: argparse.Namespace) -> None:
         "a2a": _a2a_study(comm, args.quick),
         "skew": _skew(comm, 0.05),
         "tiles": _tiles(comm, args.quick),
+        "segments": segments,
         "thread_level": MPI.Query_thread(),
     }
     if rank0:
@@ -368,6 +408,15 @@ def report(res: dict, out: Path) -> float | None:
           f" one gather at the end {_fmt(t['whole'])}, pipelined {_fmt(t['pipelined'])}\n"
           f"  chosen: tile={t['tile']} (auto-tune probe: {probe}), window="
           f"{t.get('windows', t.get('window', 2))} per rank (auto: 2 test calls per round)")
+    from parvox.collectives.alg_reduce import SEGMENT_BYTES
+
+    print("\nring allreduce in place per segment (caches evicted before each call; * default;"
+          " minor page faults per call)")
+    for nbytes in sorted({r["bytes"] for r in res["segments"]}):
+        row = [r for r in res["segments"] if r["bytes"] == nbytes]
+        print(f"{_size(nbytes):>8} " + "  ".join(
+            f"{_size(r['segment'])}{'*' if r['segment'] == SEGMENT_BYTES else ''} "
+            f"{_fmt(r['t']).strip()}/{r['faults']}" for r in row))
     _plot(res, out)
     return ratio32
 

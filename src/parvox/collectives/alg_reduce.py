@@ -35,6 +35,7 @@ from parvox.collectives.alg_gather import (
 )
 from parvox.collectives.ops import ReduceOp
 from parvox.collectives.schedule import Schedule
+from parvox.collectives.scratch import scratch
 
 __all__ = [
     "SEGMENT_BYTES",
@@ -53,7 +54,7 @@ __all__ = [
 ]
 
 #: default segment of the pipelined ring (bytes); see docs/collectives.md for how it was picked
-SEGMENT_BYTES = 4 << 20
+SEGMENT_BYTES = 1 << 20
 
 
 def _combine(
@@ -329,7 +330,7 @@ def _ring_reduce_scatter(
     nseg = max(1, -(-maxc * acc.itemsize // max(1, segment)))
     sb = [(counts * j) // nseg for j in range(nseg + 1)]  # segment bounds inside each chunk
     seglen = int(max((sb[j + 1] - sb[j]).max() for j in range(nseg))) if maxc else 0
-    tmps = [np.empty(seglen, acc.dtype), np.empty(seglen, acc.dtype)]
+    tmps = [scratch(seglen, acc.dtype), scratch(seglen, acc.dtype)]  # no new pages per call
     s.keep.extend(tmps)
     left, right = (rank - 1) % size, (rank + 1) % size
     prev: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
