@@ -373,10 +373,14 @@ class SliceService:
         raw, encoding = merged
         if encoding is None:
             return raw
-        fmt, quality, window = encoding
-        body = encode_slice(raw, self.source.meta.dtype, fmt, quality, window,
-                            self.options.png_level, labels=self.source.labels)
+        body = self._encoded(raw, *encoding)
         return np.frombuffer(body, dtype=np.uint8)  # bytes travel as an array, not pickled
+
+    def _encoded(self, raw: np.ndarray, fmt: str, quality: int = 90,
+                 window: tuple[float, float] | None = None) -> bytes:
+        """``raw`` encoded as ``fmt`` with this service's volume and options, here."""
+        return encode_slice(raw, self.source.meta.dtype, fmt, quality, window,
+                            self.options.png_level, self.source.labels)
 
     # -- requests (rank 0) ------------------------------------------------------------------------
     def plane(self, **kwargs: Any) -> Plane:
@@ -464,8 +468,7 @@ class SliceService:
                         lambda g: fail_or(g, out.set_result)
                     )
                 else:  # in the thread that merged the slice, whose cache still holds it
-                    out.set_result(encode_slice(raw, self.source.meta.dtype, fmt, quality, window,
-                                                self.options.png_level, self.source.labels))
+                    out.set_result(self._encoded(raw, fmt, quality, window))
 
             fut = self._submit(plane, True, level, image=image)
             fut.add_done_callback(lambda f: fail_or(f, encode))
@@ -485,10 +488,7 @@ class SliceService:
     ) -> cf.Future[bytes]:
         """Encode a raw slice (:func:`~parvox.server.imaging.encode_slice`) in the encoding
         threads; a future of the bytes."""
-        return self._encoder.submit(
-            encode_slice, raw, self.source.meta.dtype, fmt, quality, window,
-            self.options.png_level, self.source.labels,
-        )
+        return self._encoder.submit(self._encoded, raw, fmt, quality, window)
 
     def count_bytes_out(self, n: int) -> None:
         """Record ``n`` bytes sent to a client."""
