@@ -42,7 +42,7 @@ import numpy as np
 from parvox.recon import _kernels as K
 from parvox.threads import ThreadTeam
 
-__all__ = ["EMSplit", "EMWorkspace", "em_threaded"]
+__all__ = ["EMSplit", "EMWorkspace", "em_serial", "em_threaded"]
 
 #: a voxel block of ``c`` takes about this many bytes (with its stride): an eighth of the L3
 #: cache. Fewer blocks make the logging cheaper (fewer write streams), and the scatter
@@ -82,8 +82,8 @@ class EMWorkspace:
         dt = np.dtype(index_dtype)
         if self._idx.dtype != dt or self._idx.shape[0] < entries:
             size = max(int(entries * 1.25), self._idx.shape[0] if self._idx.dtype == dt else 0)
-            self._idx = np.zeros(size, dt)
-            self._val = np.zeros(size, np.float64)
+            self._idx = np.empty(size, dt)
+            self._val = np.empty(size, np.float64)
             self._idx.fill(0)  # map the pages now, not in the timed loop
             self._val.fill(0)
         return self._idx[:entries], self._val[:entries]
@@ -203,6 +203,13 @@ class EMSplit:
             K.em_apply(self.log_idx, self.log_val, self.starts, self.pos, a, b, self.c)
 
 
+def em_serial(f: np.ndarray, blocks: Sequence[Any], c: np.ndarray) -> int:
+    """The EM step in this thread: :func:`parvox.recon._kernels.em_rows` over ``blocks`` in
+    order (``f``, ``c`` 1-D); the number of rows that contributed."""
+    return sum(int(K.em_rows(f, b.indptr, b.indices, b.weights, 0, b.n_rows, c))
+               for b in blocks)
+
+
 def em_threaded(f: np.ndarray, blocks: Sequence[Any], c: np.ndarray, team: ThreadTeam,
                 workspace: EMWorkspace) -> int:
     """Add ``sum_j A_j^T (1 / (A_j f))`` over the rows with ``A_j f > 0`` into the flat ``c``
@@ -213,8 +220,7 @@ def em_threaded(f: np.ndarray, blocks: Sequence[Any], c: np.ndarray, team: Threa
     order gives, bit for bit.
     """
     if team.threads == 1 or not sum(int(b.indptr[-1]) for b in blocks):
-        return sum(int(K.em_rows(f, b.indptr, b.indices, b.weights, 0, b.n_rows, c))
-                   for b in blocks)
+        return em_serial(f, blocks, c)
     split = EMSplit(f, blocks, c, team.threads, workspace)
     team.run(split.first)
     split.finish()

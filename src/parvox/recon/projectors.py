@@ -42,7 +42,7 @@ import numpy as np
 
 from parvox.decomposition import split_extent
 from parvox.recon import _kernels as K
-from parvox.recon.em_threads import EMWorkspace, em_threaded
+from parvox.recon.em_threads import EMWorkspace, em_serial, em_threaded
 from parvox.recon.geometry import ImageGrid
 from parvox.threads import ThreadTeam, resolve_threads
 
@@ -232,10 +232,13 @@ def back_project(
     # more to tracing each line once per run than it gained: one run; so did lines that cross
     # more than 0.6 of a run on average, below)
     run = max(1, BACK_RUN_BYTES // max(plane * out.itemsize, 1)) if code == K.JOSEPH else n0
-    if n_threads == 1 and n0 <= run:
+    def whole() -> np.ndarray:  # every line into the whole image, in one pass
         K.back(v, s, e, kshape, lo, vox, code, bound, flat, 0, flat.shape[0], _NO_REACH,
                _NO_REACH)
         return out
+
+    if n_threads == 1 and n0 <= run:
+        return whole()
     # each thread owns whole planes of axis 0, and traces only the lines that reach them,
     # one cache-sized run of planes after the other
     n_lines = s.shape[0]
@@ -266,9 +269,7 @@ def back_project(
         if span.size and float(span.mean()) > BACK_RUN_SPAN * run:
             run = n0  # lines this long would each be traced in several runs: one run
             if n_threads == 1:
-                K.back(v, s, e, kshape, lo, vox, code, bound, flat, 0, flat.shape[0],
-                       _NO_REACH, _NO_REACH)
-                return out
+                return whole()
         if n_threads > 1:
             work[v == 0.0] = 0.0  # the kernel skips them
             cuts = balanced_cuts(reach_first, reach_stop, work, n0, n_threads)
@@ -605,8 +606,7 @@ def em_update(image: np.ndarray, rows: Rows | Sequence[Rows], out: np.ndarray, *
     flat_image = image if image.ndim == 1 else image.reshape(-1)
     flat_out = _flat_out(out)
     if team is None or team.threads == 1:
-        return sum(int(K.em_rows(flat_image, b.indptr, b.indices, b.weights, 0, b.n_rows,
-                                 flat_out)) for b in blocks)
+        return em_serial(flat_image, blocks, flat_out)
     return em_threaded(flat_image, blocks, flat_out, team,
                        EMWorkspace() if workspace is None else workspace)
 
