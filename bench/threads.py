@@ -52,7 +52,7 @@ Then it reproduces the shape of seed 000's Fig. 5a for OSEM (run time against th
 rank) with ``bench/osem_threads.py``'s worker and table (layouts ``--osem-layouts``), prints
 ``ratio: 1x2/2x1 osem = X`` (``blocking parvox``: the image summed by parvox's own blocking
 allreduce, OSEM's default algorithm; with ``MPI_Allreduce`` two ranks pay MPICH's slower
-allreduce of the 48 MiB image, about 23 against 10 ms per subset here, and the line after it
+allreduce of the 48 MiB image, about 24 against 9 ms per subset here, and the line after it
 gives that ratio too) and saves both panels in
 ``bench/results/threads.png``. The machine is shared: the load average is printed.
 
