@@ -8,6 +8,7 @@ import numpy as np
 
 from parvox.collectives.scratch import scratch
 from parvox.dataflow.pool import MIN_POOLED
+from parvox.testing import mpi_test
 
 
 def _span(a: np.ndarray) -> tuple[int, int]:
@@ -34,3 +35,23 @@ def test_dtypes_and_small_sizes():
     small = scratch(3, np.int32)
     assert small.shape == (3,) and small.nbytes < MIN_POOLED
     assert small.base.nbytes == small.nbytes  # its own array, no pooled block behind it
+
+
+@mpi_test(ranks=(2, 3, 4), timeout=120)
+def test_ring_allreduces_in_flight_at_once_each_get_their_own_temporaries():
+    """Three ring allreduces started before any is waited for: their segment temporaries come
+    from one pool, and each must still sum its own vector (against NumPy)."""
+    from mpi4py import MPI
+
+    from parvox import collectives as coll
+
+    comm = MPI.COMM_WORLD
+    rank, p = comm.Get_rank(), comm.Get_size()
+    n = 3 * (1 << 17) + 7  # segments of whole pooled blocks, a size P does not divide
+    inputs = [np.arange(n, dtype=np.float64) * (k + 1) + rank for k in range(3)]
+    requests = [coll.iallreduce(x, algorithm="ring", segment=1 << 19, progress="test",
+                                timeout=60) for x in inputs]
+    for k in (2, 0, 1):  # waited for out of their order
+        req = requests[k]
+        want = np.arange(n, dtype=np.float64) * (k + 1) * p + sum(range(p))
+        np.testing.assert_array_equal(req.wait(), want)
