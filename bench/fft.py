@@ -305,8 +305,9 @@ def main() -> None:
     path = RESULTS / "fft_tiles.png"
     chart(cases, floors, path)
     print(f"\nchart: {path}")
+    why = "mpi4py-fft unavailable" if not with_peer else "2 ranks not run"
     print(ratio_line or f"ratio: parvox best/mpi4py-fft {sizes[-1]}^3 complex 2 ranks = n/a "
-          "(mpi4py-fft unavailable)")
+          f"({why})")
 
 
 if __name__ == "__main__":

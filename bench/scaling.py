@@ -1,6 +1,7 @@
 """Scaling sweeps: time, speed-up and efficiency of parvox's workloads against the rank count.
 
-    python bench/scaling.py BENCH [BENCH ...] --ranks 1,2,4,8,16 [--threads T] [--weak] [--quick]
+    python bench/scaling.py BENCH [BENCH ...] --ranks 1,2,4,8,16 [--threads T] [--weak]
+                            [--quick | --large]
 
 ``BENCH`` is one of :data:`WORKLOADS` (``filters``, ``label``, ``fft``, ``poisson``, ``osem``,
 ``compositing``, ``slicing``) or ``all``. Each workload is the one of its benchmark under
@@ -18,6 +19,9 @@ already-distributed data, barrier to barrier, the slowest rank, median of ``--re
 
 Rank counts above the machine's cores are skipped, with a line saying so, unless
 ``--oversubscribe``. ``--threads T`` gives each rank T threads (``PARVOX_THREADS``, numba).
+``--quick`` takes small problems, ``--large`` problems sized for a 16-core machine (the
+image, volume and layers 2x the full run's side, the FFT's and Poisson's grid 2x and 1.5x,
+OSEM's events 4x), so that a rank's share at 16 ranks is not a few planes.
 Prints a table per workload, saves ``bench/results/scaling-<bench>[-weak].png`` and, with
 ``--md PATH``, writes the tables and charts to a Markdown report (``scripts/scaling-16.sh``).
 """
@@ -62,11 +66,12 @@ class Workload:
 
     ``setup(comm, size, args)`` builds the distributed input and returns the call to time;
     ``size`` is the problem's scale (a side, or events per subset), ``sizes`` its strong
-    value (quick, full) and ``dims`` how it grows in a weak sweep (``size * P ** (1/dims)``).
+    values (quick, full, large) and ``dims`` how it grows in a weak sweep
+    (``size * P ** (1/dims)``).
     """
 
     setup: Setup
-    sizes: tuple[int, int]
+    sizes: tuple[int, int, int]
     dims: int
     unit: str
 
@@ -149,19 +154,24 @@ def _slicing(comm: Any, n: int, args: argparse.Namespace) -> Callable[[], Any]:
 
 #: the workloads of the sweep
 WORKLOADS: dict[str, Workload] = {
-    "filters": Workload(_filters, (1024, 4096), 2, "image side"),
-    "label": Workload(_label, (96, 192), 3, "volume side"),
-    "fft": Workload(_fft, (64, 128), 3, "volume side"),
-    "poisson": Workload(_poisson, (64, 128), 3, "grid side, 20 CG iterations"),
-    "osem": Workload(_osem, (5_000, 20_000), 1, "events per subset, 10 subsets"),
-    "compositing": Workload(_compositing, (512, 1024), 0,
+    "filters": Workload(_filters, (1024, 4096, 8192), 2, "image side"),
+    "label": Workload(_label, (96, 192, 384), 3, "volume side"),
+    "fft": Workload(_fft, (64, 128, 256), 3, "volume side"),
+    "poisson": Workload(_poisson, (64, 128, 192), 3, "grid side, 20 CG iterations"),
+    "osem": Workload(_osem, (5_000, 20_000, 80_000), 1, "events per subset, 10 subsets"),
+    "compositing": Workload(_compositing, (512, 1024, 2048), 0,
                             "image side; 16 layers (weak: 4 per rank), k = 8"),
-    "slicing": Workload(_slicing, (192, 384), 2, "slice side, 4 slices"),
+    "slicing": Workload(_slicing, (192, 384, 512), 2, "slice side, 4 slices"),
 }
 #: RGBA layers composited in a strong sweep (blocks of ``parvox.blocks``, dealt to the ranks)
 LAYERS = 16
 #: the slicing workload's phantom (z, y, x), quick and full, striped over 16 disks
 SLICING_SHAPE = ((136, 256, 256), (272, 512, 512))
+
+
+def size_set(args: argparse.Namespace) -> int:
+    """Which of a workload's ``sizes``: 0 with ``--quick``, 2 with ``--large``, else 1."""
+    return 0 if args.quick else 2 if args.large else 1
 
 
 def size_at(w: Workload, base: int, p: int, weak: bool) -> int:
@@ -190,14 +200,15 @@ def ensure_slicing_store(quick: bool) -> None:
 def sweep(name: str, ranks: list[int], args: argparse.Namespace) -> list[dict[str, Any]]:
     """Time ``name`` at every rank count; the rows of its table."""
     w = WORKLOADS[name]
-    base = w.sizes[0 if args.quick else 1]
+    base = w.sizes[size_set(args)]
     if name == "slicing":
         ensure_slicing_store(args.quick)
     rows: list[dict[str, Any]] = []
     for p in ranks:
         size = size_at(w, base, p, args.weak)
         progress(f"scaling {name}: {p} rank(s) x {args.threads} thread(s), {w.unit} {size}")
-        flags = (["--quick"] if args.quick else []) + (["--weak"] if args.weak else [])
+        flags = ((["--quick"] if args.quick else []) + (["--large"] if args.large else [])
+                 + (["--weak"] if args.weak else []))
         fig = run_part(Path(__file__), p, ["--worker", name, "--size", str(size), "--repeats",
                                            str(args.repeats), *flags], threads=args.threads)
         rows.append({"ranks": p, "size": size, "seconds": fig["seconds"]})
@@ -251,7 +262,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ranks", default="1,2,4,8,16", help="rank counts (1,2,4,8,16)")
     parser.add_argument("--threads", type=int, default=1, help="threads per rank (1)")
     parser.add_argument("--weak", action="store_true", help="weak scaling (size grows with P)")
-    parser.add_argument("--quick", action="store_true", help="small problems")
+    sizes = parser.add_mutually_exclusive_group()
+    sizes.add_argument("--quick", action="store_true", help="small problems")
+    sizes.add_argument("--large", action="store_true",
+                       help="problems sized for a 16-core machine (about 16x a rank's share)")
     parser.add_argument("--oversubscribe", action="store_true",
                         help="run rank counts above the core count too")
     parser.add_argument("--repeats", type=int, default=3, help="timed repeats (median; 3)")
@@ -295,7 +309,8 @@ def main(argv: list[str] | None = None) -> int:
     rep = Report(f"Scaling on {m['host']}",
                  f"`python bench/scaling.py {' '.join(args.bench)} --ranks {args.ranks} "
                  f"--threads {args.threads}{' --weak' if args.weak else ''}"
-                 f"{' --quick' if args.quick else ''}` on {machine_line(m)}; {kind} scaling, "
+                 f"{' --quick' if args.quick else ''}{' --large' if args.large else ''}` on "
+                 f"{machine_line(m)}; {kind} scaling, "
                  f"ranks {ranks}, each the slowest rank's time, median of {args.repeats}.{note}")
     for name in names:
         rows = sweep(name, ranks, args)

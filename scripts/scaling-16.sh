@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The whole scaling sweep (bench/scaling.py, every workload, strong scaling) on a 16-core
-# machine, in under 8 minutes; writes bench/results/scaling-<machine>.md and its charts, the
+# machine, in about 4 minutes; writes bench/results/scaling-<machine>.md and its charts, the
 # machine named from its host name and core count (lscpu's model is inside the report).
 #
-#   scripts/scaling-16.sh                          # ranks 1,2,4,8,16, full sizes
-#   scripts/scaling-16.sh --ranks 1,2 --quick      # a check on a small machine
+#   scripts/scaling-16.sh                          # ranks 1,2,4,8,16, --large sizes
+#   scripts/scaling-16.sh --ranks 1,2 --quick      # a check on a small machine (quick sizes)
 #
 # Extra arguments go to bench/scaling.py (the last --ranks wins). Rank counts above the cores
 # are skipped, with a line saying so, unless --oversubscribe is given. Then copy the tables into
@@ -26,7 +26,11 @@ cores="$(nproc)"
 machine="$(printf '%s-%sc' "$host" "$cores" | tr -c 'A-Za-z0-9_.-' '-')"
 out="bench/results/scaling-$machine.md"
 start=$SECONDS
-python bench/scaling.py all --ranks 1,2,4,8,16 --repeats 3 --md "$out" "$@"
+sizes=(--large)
+for arg in "$@"; do
+    if [[ "$arg" == "--quick" ]]; then sizes=(); fi
+done
+python bench/scaling.py all --ranks 1,2,4,8,16 --repeats 3 "${sizes[@]}" --md "$out" "$@"
 echo "scaling-16: $out written in $((SECONDS - start)) s" >&2
 
 fft_ranks="${PARVOX_FFT_RANKS:-$(( cores / 2 > 1 ? cores / 2 : 2 ))}"

@@ -38,12 +38,22 @@ def test_help_names_the_options(name, load, capsys):
     ("seed003", ["--ranks-per-node", "0"]),
     ("scaling", ["nosuch"]),
     ("scaling", ["fft", "--threads", "0"]),
+    ("scaling", ["fft", "--quick", "--large"]),
 ])
 def test_bad_arguments_are_refused(name, argv, load, capsys):
     with pytest.raises(SystemExit) as exc:
         load(name).main(argv)
     assert exc.value.code == 2
     assert "argument" in capsys.readouterr().err or name == "scaling"
+
+
+def test_scaling_sizes_grow_quick_full_large(load):
+    scaling = load("scaling")
+    parse = scaling.argparse.Namespace
+    for name, w in scaling.WORKLOADS.items():
+        quick, full, large = (w.sizes[scaling.size_set(parse(quick=q, large=g))]
+                              for q, g in ((True, False), (False, False), (False, True)))
+        assert quick < full < large, name
 
 
 def test_rank_counts_above_the_cores_are_skipped_and_said(load, capsys, monkeypatch):
