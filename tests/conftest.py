@@ -47,8 +47,9 @@ def pytest_unconfigure(config):
 def pytest_collection_modifyitems(config, items):
     """The scale suite runs only when ``-m`` names it (``./test -m scale``); a plain run leaves
     its items out. An MPI item may run its module's whole batch: its pytest-timeout must cover
-    it, and under pytest-xdist the items of a batch go to one worker."""
-    from parvox.testing import apply_batch_timeouts, group_batches
+    it, and under pytest-xdist the items of a batch go to one worker, the batches spread
+    through the run (``./test`` keeps this order: ``--no-loadscope-reorder``)."""
+    from parvox.testing import apply_batch_timeouts, group_batches, spread_batches
 
     if "scale" not in (config.getoption("markexpr") or ""):
         scale = [item for item in items if item.get_closest_marker("scale")]
@@ -57,3 +58,4 @@ def pytest_collection_modifyitems(config, items):
             items[:] = [item for item in items if not item.get_closest_marker("scale")]
     apply_batch_timeouts(items)
     group_batches(items)
+    spread_batches(items)

@@ -173,3 +173,23 @@ def test_mpi_tests_makes_one_named_marked_item_per_body():
                                     if b.name == "test_every_rank_runs_the_body")
     finally:
         _REGISTRY.pop("tests.test_testing_mpi_tests_example", None)
+
+
+def test_spread_batches_puts_the_smallest_batch_first_and_spreads_the_others():
+    from types import SimpleNamespace
+
+    from parvox.testing import spread_batches
+
+    def mpi(name, nprocs):
+        return SimpleNamespace(name=name, function=SimpleNamespace(_parvox_body=lambda: None),
+                               callspec=SimpleNamespace(params={"nprocs": nprocs}))
+
+    plain = [SimpleNamespace(name=f"t{i}") for i in range(6)]
+    items = [plain[0], mpi("a4", 4), mpi("a1", 1), plain[1], mpi("a2", 2), plain[2],
+             mpi("b1", 1), plain[3], plain[4], mpi("b2", 2), plain[5]]
+    spread_batches(items)
+    assert [i.name for i in items] == [
+        "a1", "b1", "t0", "t1", "a2", "b2", "t2", "t3", "a4", "t4", "t5"]
+    only_plain = list(plain)
+    spread_batches(only_plain)
+    assert only_plain == plain
