@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import binascii
 import contextlib
 import os
 import signal
@@ -18,6 +19,23 @@ import numpy as np
 SHAPE = (40, 48, 56)
 
 
+def png_chunks(data: bytes) -> list[tuple[bytes, bytes]]:
+    """``(type, data)`` of every chunk of a PNG, checking each CRC (PNG spec 5.3)."""
+    from parvox.server.png import PNG_SIGNATURE
+
+    assert data[:8] == PNG_SIGNATURE, "not a PNG"
+    pos, out = 8, []
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        kind, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + length]
+        (crc,) = struct.unpack(">I", data[pos + 8 + length : pos + 12 + length])
+        assert crc == binascii.crc32(kind + body), f"bad CRC in {kind!r}"
+        out.append((kind, body))
+        pos += 12 + length
+    assert pos == len(data)
+    return out
+
+
 def png_content(data: bytes) -> tuple[bytes, bytes]:
     """What a PNG holds: its ``IHDR`` and its inflated ``IDAT`` (the filtered rows).
 
@@ -26,13 +44,9 @@ def png_content(data: bytes) -> tuple[bytes, bytes]:
     same input, and gave a stream one byte longer for a 35x15 slice in one thread of a process
     than in another (both valid; intel/isa-l issue 140 asks for determinism).
     """
-    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
-    pos, chunks = 8, {}
-    while pos < len(data):
-        (length,) = struct.unpack(">I", data[pos : pos + 4])
-        chunks.setdefault(data[pos + 4 : pos + 8], []).append(data[pos + 8 : pos + 8 + length])
-        pos += 12 + length
-    return chunks[b"IHDR"][0], zlib.decompress(b"".join(chunks[b"IDAT"]))
+    chunks = png_chunks(data)
+    header = next(body for kind, body in chunks if kind == b"IHDR")
+    return header, zlib.decompress(b"".join(body for kind, body in chunks if kind == b"IDAT"))
 
 
 def same_encoding(got: bytes, want: bytes, fmt: str) -> bool:

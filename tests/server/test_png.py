@@ -1,10 +1,9 @@
 """The slice PNG encoder: Pillow decodes the same pixels at every level, the chunks are what
-the PNG specification says (parsed here by hand, CRCs recomputed with binascii), bad input
+the PNG specification says (parsed by hand in tests/server/_helpers.png_chunks, CRCs recomputed), bad input
 is refused naming the argument."""
 
 from __future__ import annotations
 
-import binascii
 import io
 import struct
 import zlib
@@ -13,7 +12,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from parvox.server.png import PNG_LEVELS, PNG_SIGNATURE, encode_png
+from parvox.server.png import PNG_LEVELS, encode_png
+from tests.server._helpers import png_chunks
 
 RNG = np.random.default_rng(7)
 
@@ -30,21 +30,6 @@ IMAGES = {
 }
 
 
-def _chunks(data: bytes) -> list[tuple[bytes, bytes]]:
-    """``(type, data)`` of every chunk, checking each CRC (PNG spec 5.3)."""
-    assert data[:8] == PNG_SIGNATURE
-    pos, out = 8, []
-    while pos < len(data):
-        (length,) = struct.unpack(">I", data[pos : pos + 4])
-        kind, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + length]
-        (crc,) = struct.unpack(">I", data[pos + 8 + length : pos + 12 + length])
-        assert crc == binascii.crc32(kind + body), f"bad CRC in {kind!r}"
-        out.append((kind, body))
-        pos += 12 + length
-    assert pos == len(data)
-    return out
-
-
 @pytest.mark.parametrize("level", list(PNG_LEVELS))
 @pytest.mark.parametrize("name", list(IMAGES))
 def test_pillow_decodes_the_same_pixels(name, level):
@@ -58,7 +43,7 @@ def test_pillow_decodes_the_same_pixels(name, level):
 @pytest.mark.parametrize("name", list(IMAGES))
 def test_chunks_follow_the_specification(name):
     img = IMAGES[name]
-    chunks = _chunks(encode_png(img))
+    chunks = png_chunks(encode_png(img))
     assert [k for k, _ in chunks] == [b"IHDR", b"IDAT", b"IEND"]
     w, h, depth, colour, comp, filt, interlace = struct.unpack(">IIBBBBB", chunks[0][1])
     assert (w, h) == (img.shape[1], img.shape[0])
