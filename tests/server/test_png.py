@@ -1,6 +1,6 @@
 """The slice PNG encoder: Pillow decodes the same pixels at every level, the chunks are what
-the PNG specification says (parsed by hand in tests/server/_helpers.png_chunks, CRCs recomputed), bad input
-is refused naming the argument."""
+the PNG specification says (parsed by hand in ``tests/server/_helpers.png_chunks``, CRCs
+recomputed), bad input is refused naming the argument."""
 
 from __future__ import annotations
 
