@@ -20,8 +20,9 @@ already-distributed data, barrier to barrier, the slowest rank, median of ``--re
 Rank counts above the machine's cores are skipped, with a line saying so, unless
 ``--oversubscribe``. ``--threads T`` gives each rank T threads (``PARVOX_THREADS``, numba).
 ``--quick`` takes small problems, ``--large`` problems sized for a 16-core machine (the
-image, volume and layers 2x the full run's side, the FFT's and Poisson's grid 2x and 1.5x,
-OSEM's events 4x), so that a rank's share at 16 ranks is not a few planes.
+filters' image, label's volume and the layers 2x the full run's side, the FFT's and Poisson's
+grid 2x and 1.5x, OSEM's events 4x, the slices 512 instead of 384 on a side), so that a rank's
+share at 16 ranks is not a few planes.
 Prints a table per workload, saves ``bench/results/scaling-<bench>[-weak].png`` and, with
 ``--md PATH``, writes the tables and charts to a Markdown report (``scripts/scaling-16.sh``).
 """
