@@ -16,6 +16,7 @@ from parvox.slicing import (
     reference_slice,
     unpack_parts,
 )
+from parvox.slicing.resample import PartExtractor
 from parvox.volume import Layout, ingest_array
 
 SHAPE = (37, 45, 53)
@@ -245,3 +246,50 @@ def test_block_refs_refuse_to_travel_to_another_process():
     refs = BlockRefs.of([np.zeros((3, 3, 3), np.uint8)] * 2, (3, 3, 3))
     with pytest.raises(TypeError, match="addresses"):
         pickle.dumps(refs)
+
+
+@pytest.mark.parametrize(("dtype", "rgb"), [("uint8", False), ("uint8", True), ("int32", False)])
+def test_kernel_rounds_as_finish_slice(tmp_path, dtype, rgb):
+    """A ``rounded`` message places the float32 message's slice rounded by
+    :func:`finish_slice` (ties to even, clipped: int32's and uint64's maxima round above them
+    as float32), bit for bit, from a quarter (uint8) of the bytes."""
+    from mpi4py import MPI
+
+    from parvox.slicing import SliceSource
+    from parvox.slicing.message import message_arrays
+
+    dt = np.dtype(dtype)
+    rng = np.random.default_rng(11)
+    shape = (*SHAPE, 3) if rgb else SHAPE
+    vol = rng.integers(0, min(200, np.iinfo(dt).max), shape).astype(dt)
+    vol[10:14] = np.iinfo(dt).max  # float32 rounds int32's maximum up: clipped
+    path = ingest_array(vol, tmp_path / "s", extent=(5, 7, 6), progress=False)
+    c = 3 if rgb else 1
+    planes = [  # x at half voxels: (a + b) / 2, ties where a + b is odd
+        Plane(center=(5, 22, 26.5), u=(0, 0, 1), v=(0, 1, 0), size=(45, 51)),
+        Plane(center=(11.3, 20.2, 25.7), u=(0.3, -1.0, 0.7), v=(1, 0.2, 0), size=(37, 41)),
+    ]
+    ties = 0
+    with SliceSource(path, comm=MPI.COMM_SELF) as src:
+        for plane in planes:
+            keys, ranges = src.extents_by_rank(plane)[0]
+            raw, got = new_rows(plane, c), new_rows(plane, c, dt)
+            buf = src.read_message(plane, keys, ranges)
+            small = src.read_message(plane, keys, ranges, rounded=True)
+            place_message(buf, raw, c)
+            place_message(small, got, c)
+            np.testing.assert_array_equal(got, finish_slice(raw, dt))
+            assert message_arrays(small, c, dt)[2].size == message_arrays(buf, c)[2].size > 0
+            assert small.size < buf.size or dt.itemsize == 4
+            ties += int(np.sum(raw % 1 == 0.5))
+        assert np.any(got == np.iinfo(dt).max)
+    assert ties > 0
+
+
+def test_rounded_extraction_refuses_what_it_cannot_round():
+    lay = Layout((8, 8, 8), extent=(4, 4, 4))
+    plane = Plane(center=(4, 4, 4), u=(0, 0, 1), v=(0, 1, 0), size=(4, 4))
+    zoomed = Plane(center=(4, 4, 4), u=(0, 0, 1), v=(0, 1, 0), size=(4, 4), zoom=2)
+    for bad in [(plane, "float32"), (zoomed, "uint8"), (plane.with_sampling("nearest"), "uint8")]:
+        with pytest.raises(ValueError, match="rounded"):
+            PartExtractor(lay, bad[0], dtype=bad[1], rounded=True)

@@ -16,9 +16,9 @@ One slice request is one dataflow operation (seed Figures 6-10):
 * **merge** (rank 0): at zoom 1 each message's pixels are written straight into the slice as
   it arrives (every pixel comes from one extent); at larger zooms the parts are added in extent
   order, so the slice does not depend on the rank count or on the order the parts arrived in.
-  A zoom-1 slice requested as PNG or JPEG travels rounded to the volume's dtype: the extract
-  stage rounds its message (:mod:`parvox.server.rounding`; the same bits as rounding the
-  merged slice, a quarter of the bytes for a ``uint8`` volume).
+  A zoom-1 slice requested as PNG or JPEG travels rounded to the volume's dtype: the kernel
+  writes its message's values rounded (:mod:`parvox.server.rounding`; the same bits as
+  rounding the merged slice, a quarter of the bytes for a ``uint8`` volume).
 
 A request names a pyramid level (``"auto"`` by default, :mod:`parvox.slicing.levels`); the plane
 is mapped to that level's voxel coordinates once, in :meth:`SliceService.submit`, and every
@@ -82,7 +82,7 @@ from parvox.server.boxes import BoxReads
 from parvox.server.imaging import encode_slice
 from parvox.server.options import ServerOptions
 from parvox.server.overview import Overview, overview_planes
-from parvox.server.rounding import round_message, rounds_early
+from parvox.server.rounding import rounds_early
 from parvox.server.split import whole_request
 from parvox.server.stats import RequestStats, ServerBusy, rank_figures
 from parvox.slicing import (
@@ -334,13 +334,9 @@ class SliceService:
         src = self.source.level_source(token["level"])
         # the kernel writes the message itself, in a buffer of the runtime's pool: the
         # runtime gives it back once sent or merged; the cached extents reach it by address
-        buf = src.message_of(token["plane"], blocks, token["keys"], token["ranges"],
-                             alloc=self._buffers.take, cached=cached)
-        if not token["rounded"]:
-            return buf
-        small = round_message(buf, src.channels, src.meta.dtype, alloc=self._buffers.take)
-        self._buffers.give(buf)
-        return small
+        # (rounded: the kernel writes the values rounded to the volume's dtype)
+        return src.message_of(token["plane"], blocks, token["keys"], token["ranges"],
+                              alloc=self._buffers.take, cached=cached, rounded=token["rounded"])
 
     def _init(self, request: tuple[Any, ...]) -> tuple[Any, ...]:
         plane, _, rounded = request[:3]

@@ -271,14 +271,15 @@ def _row_span(b0, b1, b2, d0, d1, d2, lo, hi, last, l0, l1):  # pragma: no cover
 @numba.njit(nogil=True, cache=True, inline="always")
 def _extent_samples(
     blk, nch, strides, lo, hi, last, prm, k0, k1, l0, l1, zoom, width, out, index, values, m,
-    runs, r,
+    runs, r, rnd, vlo, vhi,
 ):  # pragma: no cover
     # blk: the extent's voxels, flat (C order: z, y, x, channel); strides: of z, y, x in blk.
     # lo/hi: owned floor range [lo, hi) per axis (floats); last: n-1 per axis; prm: origin(3),
     # dk(3), dl(3); samples k in [k0, k1), l in [l0, l1). Writes the part at index/values[m:]
     # (or, with zoom 1 and a non-empty out, straight into out's rows; with zoom 1 and a
     # non-empty runs, the values at values[m:] and one run (first pixel, length) per row at
-    # runs[r:] instead of an index per pixel); returns the new (m, r).
+    # runs[r:] instead of an index per pixel); with rnd (zoom 1) the values are rounded as
+    # finish_slice rounds a float32 slice, clipped to [vlo, vhi]; returns the new (m, r).
     sz, sy, sx = strides
     d0, d1, d2 = prm[6], prm[7], prm[8]
     last = (last[0], last[1], last[2])
@@ -343,6 +344,9 @@ def _extent_samples(
                     acc[pi, pj, c] += v
                 elif into:
                     out[row, c] = v
+                elif rnd:  # (finish_slice's rounding of the float32 value, _round_clip)
+                    x = np.rint(np.float32(v))
+                    values[m, c] = vlo if x < vlo else (vhi if x > vhi else x)
                 else:
                     values[m, c] = v
                 q += 1
@@ -362,12 +366,12 @@ def _extent_samples(
 @numba.njit(nogil=True, cache=True)
 def _extract_kernel(
     addresses, like, slot, bounds, ranges, last, prm, zoom, width, out, index, values, counts,
-    runs,
+    runs, rnd, vlo, vhi,
 ):  # pragma: no cover
     # addresses: (n,) of the extents' C-contiguous blocks, dtype of like, shape slot (4,);
     # bounds: (n, 6) float64 lo(3), hi(3); ranges: (n, 4) int64 k0, k1, l0, l1.
     # Returns the numbers of rows written to values and of runs written to runs (runs: see
-    # _extent_samples); counts[e]: extent e's rows.
+    # _extent_samples); counts[e]: extent e's rows; rnd, vlo, vhi: see _extent_samples.
     nch = slot[3]
     size = slot[0] * slot[1] * slot[2] * nch
     strides = (slot[1] * slot[2] * nch, slot[2] * nch, nch)
@@ -381,10 +385,12 @@ def _extract_kernel(
         if k0 < k1 and l0 < l1:
             if nch == 3:  # RGB: the channel loop unrolled
                 m, r = _extent_samples(blk, 3, strides, lo, hi, last, prm, k0, k1, l0, l1,
-                                       zoom, width, out, index, values, m, runs, r)
+                                       zoom, width, out, index, values, m, runs, r, rnd, vlo,
+                                       vhi)
             else:
                 m, r = _extent_samples(blk, nch, strides, lo, hi, last, prm, k0, k1, l0, l1,
-                                       zoom, width, out, index, values, m, runs, r)
+                                       zoom, width, out, index, values, m, runs, r, rnd, vlo,
+                                       vhi)
         counts[e] = m - start
     return m, r
 
@@ -505,10 +511,23 @@ class PartExtractor:
     dtype : dtype, optional
         The volume's dtype: that of the values of a nearest plane's empty batches (the values
         of a batch of blocks have the blocks' dtype); ``out``'s, or float32, by default.
+    rounded : bool
+        The kernel rounds the values to ``dtype`` (an integer dtype) as it writes them, as
+        :func:`finish_slice` rounds a slice: zoom 1 and interpolated sampling only (every
+        pixel then comes from one extent, so rounding the parts is rounding the slice).
+
+    Examples
+    --------
+    >>> from parvox.volume import Layout
+    >>> from parvox.slicing import Plane
+    >>> plane = Plane(center=(4, 3.5, 3.5), u=(0, 0, 1), v=(0, 1, 0), size=(8, 8))
+    >>> PartExtractor(Layout((8, 8, 8), (8, 8, 8)), plane, dtype="uint8", rounded=True).dtype
+    dtype('uint8')
     """
 
     def __init__(
-        self, layout: Layout, plane: Plane, out: np.ndarray | None = None, dtype: Any = None
+        self, layout: Layout, plane: Plane, out: np.ndarray | None = None, dtype: Any = None,
+        rounded: bool = False,
     ) -> None:
         if out is not None and plane.zoom != 1:
             raise ValueError("out: parts are written in place only with zoom 1")
@@ -516,7 +535,17 @@ class PartExtractor:
             dtype = np.float32 if out is None else out.dtype
         #: nearest sampling: the values are the blocks' own voxels, in their dtype
         self.nearest = plane.sampling == "nearest"
-        self.dtype = values_dtype(plane, dtype)
+        #: the kernel writes the values rounded to :attr:`dtype` (``rounded``)
+        self.rounded = bool(rounded)
+        if self.rounded and (
+            plane.zoom != 1 or self.nearest or out is not None or np.dtype(dtype).kind not in "iu"
+        ):
+            raise ValueError(
+                f"rounded: values round in the kernel only for zoom 1, interpolated sampling, "
+                f"no out and an integer dtype, got zoom {plane.zoom}, {plane.sampling!r}, "
+                f"dtype {np.dtype(dtype)}"
+            )
+        self.dtype = np.dtype(dtype) if self.rounded else values_dtype(plane, dtype)
         self.layout = layout
         self.plane = plane
         self.params = plane.kernel_params()
@@ -622,6 +651,9 @@ class PartExtractor:
         out = self.out if self.out is not None else np.empty((0, nch), vtype)
         if out.dtype != vtype:
             raise ValueError(f"out: rows must be {vtype} for these blocks, got {out.dtype}")
+        vlo, vhi = _round_bounds(self.dtype) if self.rounded else (0.0, 0.0)
+        if self.rounded:
+            vtype = self.dtype
         if values.dtype != vtype or values.ndim != 2 or values.shape[1] != nch:
             raise ValueError(f"values: must be (cap, {nch}) {vtype}, got {values.shape} "
                              f"{values.dtype}")
@@ -640,6 +672,7 @@ class PartExtractor:
             m, r = _extract_kernel(
                 addresses, like, slot, bounds.astype(np.float64), ranges, self.last,
                 self.params, self.plane.zoom, width, out, index, values, counts, runs,
+                self.rounded, vlo, vhi,
             )  # fmt: skip
         return counts, int(m), int(r)
 
@@ -754,14 +787,21 @@ def finish_slice(raw: np.ndarray, dtype: np.dtype | str) -> np.ndarray:
     dt = np.dtype(dtype)
     if dt.kind == "f" or raw.dtype == dt:  # (nearest sampling: already the voxels)
         return raw.astype(dt, copy=False)
-    info = np.iinfo(dt)
+    src = np.ascontiguousarray(raw)
+    out = np.empty(src.shape, dtype=dt)
+    _round_clip(src.reshape(-1), *_round_bounds(dt), out.reshape(-1))
+    return out
+
+
+def _round_bounds(dtype: np.dtype | str) -> tuple[float, float]:
+    """The float range rounded values of integer ``dtype`` are clipped to: its minimum and
+    maximum, the maximum of a 64-bit dtype lowered to the largest float64 below it (the
+    float cannot hold it)."""
+    info = np.iinfo(np.dtype(dtype))
     hi = float(info.max)
     if int(hi) > info.max:  # 64-bit: the largest float64 below the maximum
         hi = float(np.nextafter(hi, 0.0))
-    src = np.ascontiguousarray(raw)
-    out = np.empty(src.shape, dtype=dt)
-    _round_clip(src.reshape(-1), float(info.min), hi, out.reshape(-1))
-    return out
+    return float(info.min), hi
 
 
 @numba.njit(nogil=True, cache=True)

@@ -538,21 +538,23 @@ class SliceSource:
         request: int = 0,
         alloc: Callable[[int], np.ndarray] | None = None,
         cached: Cached | None = None,
+        rounded: bool = False,
     ) -> np.ndarray:
         """The parts of read ``blocks`` as one message, written in place by the kernel
         (:func:`extract_message`; ``alloc``: the message buffer's allocator; ``cached`` as
-        :meth:`parts_of`')."""
-        extractor = PartExtractor(self.layout, plane, None, self.meta.dtype)
+        :meth:`parts_of`'; ``rounded``: the values rounded to the volume's integer dtype by
+        the kernel, see :class:`~parvox.slicing.resample.PartExtractor`)."""
+        extractor = PartExtractor(self.layout, plane, None, self.meta.dtype, rounded)
         return extract_message(extractor, blocks, keys, ranges, self.channels, request, alloc,
                                self._pool, cached=cached, groups=self._groups)
 
     def read_message(
         self, plane: Plane, keys: np.ndarray, ranges: np.ndarray, request: int = 0,
-        alloc: Callable[[int], np.ndarray] | None = None,
+        alloc: Callable[[int], np.ndarray] | None = None, rounded: bool = False,
     ) -> np.ndarray:
-        """:meth:`read_parts` into one message (:meth:`message_of`)."""
+        """:meth:`read_parts` into one message (:meth:`message_of`, ``rounded`` as there)."""
         cached, blocks = self._reads(keys)
-        return self.message_of(plane, blocks, keys, ranges, request, alloc, cached)
+        return self.message_of(plane, blocks, keys, ranges, request, alloc, cached, rounded)
 
     def _reads(self, keys: np.ndarray) -> tuple[Cached, Iterator[tuple[Key, np.ndarray]]]:
         """The cached extents of ``keys`` by reference (:meth:`cached`), and the reads of the
