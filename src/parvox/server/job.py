@@ -14,7 +14,7 @@ dead (:func:`abort_job`).
 
 Examples
 --------
->>> from parvox.server.options import ServerOptions
+>>> from parvox.server.options import ServerOptions, front_share_for
 >>> options = ServerOptions(port=0, heap_retain=False)
 >>> callable(run_server), options.port
 (True, 0)
@@ -29,12 +29,12 @@ import sys
 from typing import TYPE_CHECKING, TextIO
 
 from parvox.comm import get_comm
-from parvox.server.options import ServerOptions
+from parvox.server.options import ServerOptions, front_share_for
 
 if TYPE_CHECKING:
     from mpi4py import MPI
 
-__all__ = ["abort_job", "run_server"]
+__all__ = ["abort_job", "front_share", "run_server"]
 
 
 def run_server(
@@ -68,7 +68,7 @@ def run_server(
         disk_map = load_disk_map(options.config, opened.meta.ndisks, size)
         stages = load_stage_map(options.config)
     else:  # rank 0 runs the front end too: it gets front_share of a worker's disks
-        weights = [options.front_share if size > 1 else 1.0] + [1.0] * (size - 1)
+        weights = [front_share(options, comm) if size > 1 else 1.0] + [1.0] * (size - 1)
         disk_map = weighted_disk_map(opened.meta.ndisks, weights)
     if rank != 0:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # rank 0 shuts everyone down
@@ -114,6 +114,26 @@ def run_server(
         finally:
             opened.close()
     return 0
+
+
+def front_share(options: ServerOptions, comm: MPI.Intracomm) -> float:
+    """Rank 0's share of the disks for ``options.front_share`` (collective): ``"auto"`` is
+    decided on rank 0 (:func:`~parvox.server.options.front_share_for`) from the cores it may
+    run on and the ranks on its node, and every rank gets rank 0's answer.
+
+    Examples
+    --------
+    >>> from mpi4py import MPI
+    >>> front_share(ServerOptions(front_share=0.5), MPI.COMM_SELF)
+    0.5
+    """
+    from parvox.collectives._context import shared_memory_nodes
+
+    local_ranks = len(shared_memory_nodes(comm)[0])  # rank 0's node comes first
+    share = None
+    if comm.Get_rank() == 0:
+        share = front_share_for(options.front_share, len(os.sched_getaffinity(0)), local_ranks)
+    return float(comm.bcast(share, root=0))
 
 
 def abort_job(rank: int, silence: float, pid: int | None) -> None:

@@ -35,7 +35,59 @@ from parvox.server.png import parse_png_level
 from parvox.server.split import parse_split
 from parvox.threads import resolve_threads
 
-__all__ = ["OptionDoc", "ServerOptions", "option_doc", "option_docs"]
+__all__ = [
+    "SHARED_FRONT_SHARE",
+    "OptionDoc",
+    "ServerOptions",
+    "front_share_for",
+    "option_doc",
+    "option_docs",
+    "parse_front_share",
+]
+
+#: rank 0's share of the disks (against 1 per other rank) when it shares its node's cores with
+#: the other ranks there: its front end (HTTP, split, merge, encoding) takes the rest of a core
+SHARED_FRONT_SHARE = 0.6
+
+
+def parse_front_share(value: object) -> float | str:
+    """``value`` as a share in [0, 1] (a number, or its text) or ``"auto"``; a
+    :class:`~parvox.errors.ParameterError` naming ``front_share`` otherwise.
+
+    Examples
+    --------
+    >>> parse_front_share("0.5"), parse_front_share("auto")
+    (0.5, 'auto')
+    """
+    if value == "auto":
+        return "auto"
+    try:
+        share = float(value) if not isinstance(value, bool) else math.nan  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        share = math.nan
+    if not 0.0 <= share <= 1.0:
+        raise ParameterError("front_share", f"front_share must be 'auto' or a number in [0, 1], "
+                             f"got {value!r}")
+    return share
+
+
+def front_share_for(front_share: float | str, cores: int, local_ranks: int) -> float:
+    """Rank 0's share of the disks: ``front_share``, or for ``"auto"`` 1 when rank 0's node has
+    more ``cores`` (those rank 0 may run on) than ``local_ranks`` (the ranks on that node,
+    rank 0 included) -- its front end's threads then run on the spare core, and rank 0 extracts
+    as much as any rank -- else :data:`SHARED_FRONT_SHARE`.
+
+    Examples
+    --------
+    >>> front_share_for("auto", cores=2, local_ranks=2), front_share_for("auto", 16, 2)
+    (0.6, 1.0)
+    >>> front_share_for(0.3, cores=16, local_ranks=2)
+    0.3
+    """
+    share = parse_front_share(front_share)
+    if share != "auto":
+        return float(share)
+    return 1.0 if cores > local_ranks else SHARED_FRONT_SHARE
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,9 +188,11 @@ class ServerOptions:
         "encoding there (on rank 0 a slice is encoded by the thread that merged it; >= 1).",
         metavar="T"
     )
-    front_share: float = _field(
-        0.6, "Without config: rank 0's share of the disks against 1 for every other rank, "
-        "in [0, 1] (rank 0 also answers HTTP, splits, merges and encodes).", metavar="W",
+    front_share: float | str = _field(
+        "auto", "Without config: rank 0's share of the disks against 1 for every other rank, "
+        "in [0, 1] (rank 0 also answers HTTP, splits, merges and encodes), or auto: 1 when "
+        "rank 0's node has a core to spare beyond one per rank there (the front end's "
+        f"threads run on it), else {SHARED_FRONT_SHARE}.", metavar="W",
     )
     precomputed_encoding: str = _field(
         "raw", "Chunk encoding of the Neuroglancer precomputed source at /precomputed/: raw "
@@ -172,10 +226,7 @@ class ServerOptions:
                     raise ParameterError("compute_threads", f"compute_threads must be an "
                                          f"integer >= 1, got {given!r}") from None
             object.__setattr__(self, "compute_threads", resolve_threads(given, "compute_threads"))
-        if not 0.0 <= self.front_share <= 1.0:
-            raise ParameterError(
-                "front_share", f"front_share must be in [0, 1], got {self.front_share}"
-            )
+        object.__setattr__(self, "front_share", parse_front_share(self.front_share))
         for name in ("heap_retain", "verify"):
             if not isinstance(getattr(self, name), bool):
                 raise ParameterError(
