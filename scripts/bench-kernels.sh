@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 source scripts/ensure-venv.sh
 out=bench/results/issue29
 mkdir -p "$out"
-ALL_GROUPS="filters label edt proj fft threads osem slicing serve"
+ALL_GROUPS="filters label edt proj fft threads osem slicing serve serve1"
 [ $# -eq 0 ] && : > "$out/runs.log"  # a whole run starts a new log; named groups append
 run() {
   local name=$1; shift
@@ -31,6 +31,8 @@ group() {
     osem) for i in 1 2 3; do run "threads_osem$i" python bench/threads.py --quick --kernels label; done ;;
     slicing) run slicing python bench/slicing.py --quick ;;
     serve) for i in 1 2 3; do run "serve$i" python bench/serve_load.py --quick; done ;;
+    # 1 rank on 2 cores: the server's front end gets the core the rank leaves (not a target)
+    serve1) for i in 1 2 3; do run "serve-1rank$i" python bench/serve_load.py --quick -n 1; done ;;
   esac
 }
 for g in "$@"; do  # every name checked before anything runs
