@@ -38,7 +38,9 @@ Usage::
 
 Prints a table (requests, requests/s, latency p50/p99, MB/s, busy answers, errors, cache hit
 rate), the CPU seconds of the client process (and the mean bytes of a slice) and of each rank
-on this host during the load (and minor page faults per slice), the engine-only rate of the same planes (needs ``--store``),
+on this host during the load (and minor page faults per slice; then by thread: ``main`` runs
+HTTP on rank 0, ``dispatch`` splits, merges and encodes, ``slice-extract`` and ``slice-read``
+are the stages, ``dataflow-comm`` the messages), the engine-only rate of the same planes (needs ``--store``),
 the line ``ratio: server/engine slices per s = X`` and, last, ``errors: K`` (``errors: 0``
 when every request got its slice).
 """
@@ -303,6 +305,40 @@ def rank_counters(pids: list[int]) -> list[tuple[int, float, float]] | None:
     return out
 
 
+def thread_cpu(pid: int) -> dict[str, tuple[str, float]]:
+    """CPU seconds (user + system) of each thread of local process ``pid``, by thread id, with
+    the thread's name as the operating system has it (parvox names its threads:
+    :func:`parvox.threads.set_native_name`); ``{}`` where it cannot be read."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return {}
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm", encoding="utf-8") as fh:
+                name = fh.read().strip()
+            with open(f"/proc/{pid}/task/{tid}/stat", encoding="ascii") as fh:
+                f = fh.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):  # (a thread that ended meanwhile)
+            continue
+        out[tid] = (name, (int(f[11]) + int(f[12])) / tick)
+    return out
+
+
+def thread_groups(before: dict[str, tuple[str, float]], after: dict[str, tuple[str, float]],
+                  pid: int) -> dict[str, float]:
+    """CPU seconds between two :func:`thread_cpu` readings of process ``pid`` by thread
+    group: the name less a worker's number (``dispatch_3`` and ``dispatch_4``: ``dispatch``),
+    ``main`` for the process's first thread, largest first."""
+    groups: dict[str, float] = {}
+    for tid, (name, cpu) in after.items():
+        key = "main" if tid == str(pid) else name.rstrip("0123456789").rstrip("_-") or name
+        groups[key] = groups.get(key, 0.0) + cpu - before.get(tid, (name, 0.0))[1]
+    return dict(sorted(groups.items(), key=lambda kv: -kv[1]))
+
+
 def start_server(store: str, nprocs: int, extra: list[str] | None = None):
     sys.path.insert(0, str(ROOT))
     from tests.server._helpers import Server
@@ -399,10 +435,12 @@ def main(argv: list[str] | None = None) -> int:
         failed = asyncio.run(warm_up(args.url, lambda: make(args.url), warm, args.clients))
         pids = [r["pid"] for r in get_json(args.url + "/api/stats")["ranks"] if r.get("pid")]
         before = rank_counters(pids)
+        threads_before = [thread_cpu(pid) for pid in pids]
         c0, t0 = time.process_time(), time.perf_counter()
         out = asyncio.run(load(args.url, lambda: make(args.url), streams, args.seconds))
         wall, client_cpu = time.perf_counter() - t0, time.process_time() - c0
         after = rank_counters(pids)
+        threads_after = [thread_cpu(pid) for pid in pids]
         stats = get_json(args.url + "/api/stats")
     finally:
         if server is not None:
@@ -434,6 +472,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"rank {r}: CPU {a[1] - b[1]:.1f} s user + {a[2] - b[2]:.1f} s system, "
                   f"{1e3 * cpu / nok:.2f} ms per slice, {(a[0] - b[0]) / nok:.0f} minor page "
                   "faults per slice")
+            groups = thread_groups(threads_before[r], threads_after[r], pids[r])
+            if groups:
+                print(f"  rank {r} threads, CPU ms per slice: " + ", ".join(
+                    f"{name} {1e3 * sec / nok:.2f}" for name, sec in groups.items() if sec > 0))
     sends = [r.get("messages", {}) for r in stats["ranks"]]
     print("dataflow messages / MPI sends per rank: "
           + ", ".join(f"{m.get('sent', 0)}/{m.get('mpi_sends', 0)}" for m in sends))

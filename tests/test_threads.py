@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 
 import pytest
 
 from parvox.errors import ParameterError
-from parvox.threads import THREADS_ENV, ThreadTeam, resolve_threads
+from parvox.threads import THREADS_ENV, ThreadTeam, native_name, resolve_threads, set_native_name
 
 
 def _team_threads() -> list[threading.Thread]:
@@ -88,3 +89,42 @@ def test_an_error_in_a_part_is_raised_after_every_part_finished():
         assert sorted(done) == [0, 2]
         assert team.run(lambda i: i) == [0, 1, 2]  # still usable
     assert not _team_threads()
+
+
+def _native(thread: threading.Thread) -> str:
+    with open(f"/proc/self/task/{thread.native_id}/comm", encoding="ascii") as fh:
+        return fh.read().strip()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="thread names from /proc")
+def test_threads_carry_their_names_into_the_operating_system():
+    """``set_native_name`` names the calling thread as ``top -H`` and ``/proc`` show it: the
+    Python name without ``parvox-``, cut to Linux's 15 bytes; a team's workers do so."""
+    done = threading.Event()
+    seen = {}
+
+    def body():
+        seen["set"] = set_native_name()
+        done.set()
+
+    t = threading.Thread(target=body, name="parvox-slice-extract-0123")
+    t.start()
+    t.join()
+    assert seen["set"] and native_name(t.name) == "slice-extract-0"
+    with ThreadTeam(3) as team:
+        names = team.run(lambda part: _native(threading.current_thread()))
+    assert names[1:] == ["team_0", "team_1"]  # part 0 runs on the calling thread
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="thread names from /proc")
+def test_a_dataflow_runtime_names_its_threads():
+    from mpi4py import MPI
+
+    from parvox.dataflow import Dataflow, Operation, Stage, Token
+
+    op = Operation("twice", split=lambda n: [Token(0, n)], stages=(Stage(lambda n: 2 * n, "double"),),
+                   merge=lambda acc, r: r, init=lambda n: 0)
+    with Dataflow([op], MPI.COMM_SELF) as flow:
+        assert flow.run("twice", 4) == 8
+        names = {_native(t) for t in threading.enumerate() if t.name.startswith("parvox-")}
+    assert {"dataflow-comm", "twice-double-0", "dispatch_0"} <= names, names

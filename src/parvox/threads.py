@@ -20,6 +20,8 @@ Examples
 from __future__ import annotations
 
 import os
+import sys
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
@@ -28,12 +30,56 @@ from typing import TypeVar
 from parvox._validate import parse_int
 from parvox.errors import ParameterError
 
-__all__ = ["THREADS_ENV", "ThreadTeam", "resolve_threads"]
+__all__ = ["THREADS_ENV", "ThreadTeam", "native_name", "resolve_threads", "set_native_name"]
 
 #: The environment variable that gives the default thread count per rank.
 THREADS_ENV = "PARVOX_THREADS"
 
 T = TypeVar("T")
+
+#: Linux's limit on a thread's name (``comm``), in bytes
+NATIVE_NAME_BYTES = 15
+_PR_SET_NAME = 15  # prctl(2)
+
+
+def native_name(name: str) -> str:
+    """The operating system's name for a thread called ``name`` here: ``parvox-`` dropped
+    (every such thread is parvox's), cut to :data:`NATIVE_NAME_BYTES` bytes of ASCII.
+
+    Examples
+    --------
+    >>> native_name("parvox-slice-extract-0"), native_name("parvox-dispatch_12")
+    ('slice-extract-0', 'dispatch_12')
+    """
+    short = name.removeprefix("parvox-").encode("ascii", "replace")[:NATIVE_NAME_BYTES]
+    return short.decode("ascii")
+
+
+def set_native_name(name: str | None = None) -> bool:
+    """Give the calling thread its :func:`native_name` in the operating system, so that
+    ``top -H``, ``ps -L``, ``perf`` and ``/proc/PID/task/TID/comm`` tell the threads apart
+    (Python before 3.14 leaves every thread named like the process).
+
+    ``name``: the thread's Python name by default (a ``ThreadPoolExecutor``'s workers call it
+    as their ``initializer``). Returns whether the name was set (Linux only; elsewhere
+    nothing happens).
+
+    Examples
+    --------
+    >>> import threading
+    >>> t = threading.Thread(target=set_native_name, name="parvox-example")
+    >>> t.start(); t.join()
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    text = native_name(threading.current_thread().name if name is None else name)
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_NAME, ctypes.c_char_p(text.encode("ascii")), 0, 0, 0) == 0
+    except (OSError, AttributeError):  # no prctl in this C library
+        return False
 
 
 def resolve_threads(threads: int | None = None, name: str = "threads") -> int:
@@ -101,7 +147,8 @@ class ThreadTeam:
 
     def __init__(self, threads: int | None = None) -> None:
         self.threads = resolve_threads(threads)
-        self._pool = (ThreadPoolExecutor(self.threads - 1, thread_name_prefix="parvox-team")
+        self._pool = (ThreadPoolExecutor(self.threads - 1, thread_name_prefix="parvox-team",
+                                         initializer=set_native_name)
                       if self.threads > 1 else None)
         self._closed = False
 

@@ -34,6 +34,7 @@ from parvox._validate import parse_int
 from parvox.collectives._engine import ENGINE, Wakeup
 from parvox.collectives.requests import BaseRequest, Request
 from parvox.comm import ParvoxError
+from parvox.threads import set_native_name
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -159,6 +160,7 @@ class ProgressThread:
     def _loop(self) -> None:
         from mpi4py import MPI
 
+        set_native_name()
         active: list[Request[Any]] = []
         while True:
             with self._cond:

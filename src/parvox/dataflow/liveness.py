@@ -36,6 +36,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from parvox.threads import set_native_name
+
 __all__ = ["LivenessPolicy", "Peers", "Watchdog", "process_alive"]
 
 
@@ -224,6 +226,7 @@ class Watchdog:
         self._thread.start()
 
     def _run(self) -> None:
+        set_native_name()
         next_ping = time.monotonic() + self._interval
         while not self._stop.wait(self._check_every):
             if self._step(next_ping):

@@ -63,6 +63,7 @@ from parvox.dataflow.pool import BufferPool
 from parvox.dataflow.wire import pack, unpack
 from parvox.errors import ParameterError
 from parvox.tags import DATAFLOW
+from parvox.threads import set_native_name
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -305,7 +306,8 @@ class Dataflow:
                     )
                     th.start()
                     self._threads.append(th)
-        self._pool = cf.ThreadPoolExecutor(max_requests, thread_name_prefix="parvox-dispatch")
+        self._pool = cf.ThreadPoolExecutor(max_requests, thread_name_prefix="parvox-dispatch",
+                                           initializer=set_native_name)
         self._comm_thread = threading.Thread(
             target=self._comm_loop, name="parvox-dataflow-comm", daemon=True
         )
@@ -466,6 +468,7 @@ class Dataflow:
 
     # -- destination side --------------------------------------------------------------------------
     def _stage_loop(self, op: Operation, k: int) -> None:
+        set_native_name()
         stage = op.stages[k]
         qs = self._queues[op.name]
         key = f"{op.name}/{stage.name}"
@@ -514,6 +517,7 @@ class Dataflow:
     def _comm_loop(self) -> None:
         from mpi4py import MPI
 
+        set_native_name()
         comm = self.comm
         status = MPI.Status()
         pending: list[tuple[Any, np.ndarray]] = []

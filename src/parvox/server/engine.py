@@ -94,7 +94,7 @@ from parvox.slicing import (
     unpack_parts,
 )
 from parvox.slicing.source import Fetched, SliceSource
-from parvox.threads import resolve_threads
+from parvox.threads import resolve_threads, set_native_name
 from parvox.volume import DiskMap, VolumeStore
 
 if TYPE_CHECKING:
@@ -242,7 +242,8 @@ class SliceService:
         self.rank = self.source.rank
         self.nranks = self.source.nranks
         self._encoder = cf.ThreadPoolExecutor(
-            options.encode_threads, thread_name_prefix="parvox-encode"
+            options.encode_threads, thread_name_prefix="parvox-encode",
+            initializer=set_native_name,
         )
         # the runtime's message buffers, held here before the runtime exists: the extract
         # stage allocates from them, and a token may reach it before ``self.flow`` is set

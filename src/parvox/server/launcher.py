@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from parvox.launch import MPIEXEC_ENV, find_mpiexec, is_hydra, launch_command
+from parvox.threads import set_native_name
 
 __all__ = [
     "RANKS_FILE_ENV",
@@ -117,6 +118,7 @@ def run_job(cmd: list[str]) -> int:
     died: list[int] = []
 
     def watcher() -> None:
+        set_native_name()
         while proc.poll() is None and not os.path.exists(path):
             time.sleep(0.1)
         try:

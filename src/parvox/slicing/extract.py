@@ -45,7 +45,7 @@ from parvox.slicing.resample import (
     new_rows,
 )
 from parvox.slicing.source import SliceSource, as_key, extract_blocks
-from parvox.threads import resolve_threads
+from parvox.threads import resolve_threads, set_native_name
 from parvox.volume.cache import DEFAULT_CACHE_BYTES, ExtentReader
 from parvox.volume.config import DiskMap
 from parvox.volume.layout import Layout
@@ -92,7 +92,7 @@ def extract_parts(
     karr = np.asarray([as_key(key) for key in keys], dtype=np.int64).reshape(-1, 3)
     rng = grid_ranges(plane, layout, karr) if ranges is None else ranges
     nthreads = resolve_threads(threads) if pool is None else 1
-    own = cf.ThreadPoolExecutor(nthreads, "parvox-extract") if nthreads > 1 else None
+    own = cf.ThreadPoolExecutor(nthreads, "parvox-extract", set_native_name) if nthreads > 1 else None
     try:
         blocks = reader.read_many(karr.tolist())
         return extract_blocks(PartExtractor(layout, plane, out), blocks, karr, rng,

@@ -50,7 +50,7 @@ from parvox.slicing.levels import AUTO, auto_level, parse_level, plane_at_level
 from parvox.slicing.message import INDEX, RUNS, header_bytes, values_bytes
 from parvox.slicing.plane import Plane
 from parvox.slicing.resample import BlockRefs, PartBatch, PartExtractor, values_dtype
-from parvox.threads import resolve_threads
+from parvox.threads import resolve_threads, set_native_name
 from parvox.volume.cache import DEFAULT_CACHE_BYTES, ExtentReader
 from parvox.volume.config import DiskMap, resolve_disk_map
 from parvox.volume.store import VolumeStore
@@ -359,7 +359,8 @@ class SliceSource:
                 self.store.close()
             raise
         self._pool = (
-            cf.ThreadPoolExecutor(compute_threads, thread_name_prefix="parvox-extract")
+            cf.ThreadPoolExecutor(compute_threads, thread_name_prefix="parvox-extract",
+                                  initializer=set_native_name)
             if compute_threads > 1 else None
         )  # fmt: skip
         # kernel calls for the cached extents of a request: two per compute thread, of about

@@ -40,6 +40,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
+from parvox.threads import set_native_name
 from parvox.volume.store import VolumeStore
 
 __all__ = ["DEFAULT_CACHE_BYTES", "CacheHits", "CacheStats", "ExtentReader"]
@@ -304,7 +305,8 @@ class ExtentReader:
                 yield key, self._read(key, at, d)
             return
         if self._pool is None:
-            self._pool = cf.ThreadPoolExecutor(self.threads, thread_name_prefix="parvox-read")
+            self._pool = cf.ThreadPoolExecutor(self.threads, thread_name_prefix="parvox-read",
+                                                initializer=set_native_name)
         done: queue.SimpleQueue[tuple[Key, cf.Future[np.ndarray]]] = queue.SimpleQueue()
         todo = zip(misses, where, due, strict=True)
         running: set[cf.Future[np.ndarray]] = set()

@@ -53,6 +53,7 @@ import numpy as np
 
 from parvox.errors import ParameterError, ParvoxError
 from parvox.io.neuroglancer import NM_PER_MM, chunk_name, decode_chunk
+from parvox.threads import set_native_name
 from parvox.volume.array import BlockArray
 from parvox.volume.cache import DEFAULT_CACHE_BYTES
 
@@ -269,7 +270,7 @@ class ChunkFetcher:
         elif missing:
             with self._lock:
                 if self._pool is None:
-                    self._pool = cf.ThreadPoolExecutor(FETCHERS, "parvox-http")
+                    self._pool = cf.ThreadPoolExecutor(FETCHERS, "parvox-http", set_native_name)
                 pool = self._pool
             yield from zip(missing, pool.map(self._fetch, missing), strict=True)
 
