@@ -52,6 +52,7 @@ __all__ = [
     "rank",
     "root_only",
     "root_writes",
+    "shared_memory_nodes",
     "size",
     "world",
     "world_rank",
@@ -111,6 +112,29 @@ def private_comm(comm: MPI.Intracomm | None = None) -> MPI.Intracomm:
         dup = MPI.Intracomm(MPI.Intracomm.Dup(c))
         c.Set_attr(_PRIVATE_KEYVAL, dup)
     return dup
+
+
+def shared_memory_nodes(comm: MPI.Intracomm) -> tuple[tuple[int, ...], ...]:
+    """The ranks of ``comm`` that share memory with each other (collective), grouped by node
+    in the order of their lowest rank (``MPI.COMM_TYPE_SHARED``).
+
+    Examples
+    --------
+    >>> from mpi4py import MPI
+    >>> shared_memory_nodes(MPI.COMM_SELF)
+    ((0,),)
+    """
+    from mpi4py import MPI
+
+    local = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    try:
+        leader = local.allreduce(comm.Get_rank(), op=MPI.MIN)
+    finally:
+        local.Free()
+    groups: dict[int, list[int]] = {}
+    for r, first in enumerate(comm.allgather(leader)):
+        groups.setdefault(first, []).append(r)
+    return tuple(tuple(g) for _, g in sorted(groups.items()))
 
 
 def rank(comm: MPI.Intracomm | None = None) -> int:

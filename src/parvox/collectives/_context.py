@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, cast
 from parvox.collectives._mpi import mpi
 from parvox.collectives.alg_nodes import Nodes, node_groups
 from parvox.collectives.progress import parse_progress
-from parvox.comm import private_comm
+from parvox.comm import private_comm, shared_memory_nodes
 from parvox.errors import ParameterError
 from parvox.tags import COLLECTIVES
 
@@ -96,21 +96,6 @@ class Context:
         """A fresh tag: every rank calls collectives in the same order, so tags agree."""
         self.counter += 1
         return COLLECTIVES.base + self.counter % (self.tag_top - COLLECTIVES.base)
-
-
-def shared_memory_nodes(comm: MPI.Intracomm) -> Nodes:
-    """The ranks of ``comm`` that share memory with each other (collective), grouped by node
-    in the order of their lowest rank."""
-    MPI = mpi()
-    local = comm.Split_type(MPI.COMM_TYPE_SHARED)
-    try:
-        leader = local.allreduce(comm.Get_rank(), op=MPI.MIN)
-    finally:
-        local.Free()
-    groups: dict[int, list[int]] = {}
-    for r, first in enumerate(comm.allgather(leader)):
-        groups.setdefault(first, []).append(r)
-    return tuple(tuple(g) for _, g in sorted(groups.items()))
 
 
 def _env_ranks_per_node() -> int | None:

@@ -28,7 +28,7 @@ import socket
 import sys
 from typing import TYPE_CHECKING, TextIO
 
-from parvox.comm import get_comm
+from parvox.comm import get_comm, shared_memory_nodes
 from parvox.server.options import ServerOptions, front_share_for
 
 if TYPE_CHECKING:
@@ -127,8 +127,6 @@ def front_share(options: ServerOptions, comm: MPI.Intracomm) -> float:
     >>> front_share(ServerOptions(front_share=0.5), MPI.COMM_SELF)
     0.5
     """
-    from parvox.collectives._context import shared_memory_nodes
-
     local_ranks = len(shared_memory_nodes(comm)[0])  # rank 0's node comes first
     share = None
     if comm.Get_rank() == 0:
