@@ -113,7 +113,8 @@ def test_threads_carry_their_names_into_the_operating_system():
     assert seen["set"] and native_name(t.name) == "slice-extract-0"
     with ThreadTeam(3) as team:
         names = team.run(lambda part: _native(threading.current_thread()))
-    assert names[1:] == ["team_0", "team_1"]  # part 0 runs on the calling thread
+    # part 0 runs on the calling thread; the pool may run both others on one worker
+    assert names[1:] and set(names[1:]) <= {"team_0", "team_1"}, names
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="thread names from /proc")

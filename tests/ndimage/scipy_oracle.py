@@ -14,7 +14,9 @@ scipy and are reported apart. Each rank writes ``REPORT.rank<r>.json``:
 
 With ``--thin N`` each scipy test runs its first parametrization and a fixed sample of about
 1 in N of the others (chosen by a checksum of the node id, the same on every rank and in every
-run); ``--thin 0`` runs the first parametrization of each test only.
+run: those whose checksum is ``--thin-offset`` modulo N, so that two launches with one N and
+different offsets share no sample); ``--thin 0`` runs the first parametrization of each test
+only.
 
 Usage (one launch runs every selected test of one configuration)::
 
@@ -187,9 +189,10 @@ class Recorder:
     """pytest hooks: skip tests that cannot reach parvox, count parvox calls per test, record
     outcomes, watch for deadlocks."""
 
-    def __init__(self, oracle: Oracle, thin: int = 1) -> None:
+    def __init__(self, oracle: Oracle, thin: int = 1, offset: int = 0) -> None:
         self.oracle = oracle
         self.thin = thin
+        self.offset = offset
         self.pattern = re.compile(r"\bndimage\.(" + "|".join(oracle.wrapped) + r")\b")
         self.started = time.monotonic()
         self.current = ""
@@ -241,7 +244,7 @@ class Recorder:
             if not self._reaches_parvox(item):
                 drop.append(item)
             elif test not in tests or (
-                self.thin and zlib.crc32(item.nodeid.encode()) % self.thin == 0
+                self.thin and zlib.crc32(item.nodeid.encode()) % self.thin == self.offset
             ):
                 # each test's first parametrization, and a fixed sample of the others (by
                 # checksum: a stride could meet a parameter's period and always pick one value)
@@ -306,8 +309,14 @@ def main(argv: list[str] | None = None) -> int:
         help="run each scipy test's first parametrization and about 1 in THIN of the others "
         "(a fixed sample; 1: all; 0: the first only)",
     )
+    parser.add_argument(
+        "--thin-offset", type=int, default=0,
+        help="the sample of --thin N: the parametrizations whose checksum is this modulo N",
+    )
     parser.add_argument("pytest_args", nargs="*", help="extra pytest arguments (-k ...)")
     args = parser.parse_args(argv)
+    if args.thin > 0 and not 0 <= args.thin_offset < args.thin:
+        parser.error(f"argument --thin-offset: must be in [0, {args.thin}), got {args.thin_offset}")
 
     import pytest
     import scipy
@@ -332,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
             fd = os.open(f"{log}.rank{rank}" if log else os.devnull, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
             os.dup2(fd, 1)
             os.dup2(fd, 2)
-        code = pytest.main(pytest_args, plugins=[Recorder(oracle, args.thin)])
+        code = pytest.main(pytest_args, plugins=[Recorder(oracle, args.thin, args.thin_offset)])
     MPI.COMM_WORLD.Barrier()
     return 0 if code in (0, 1) else int(code)
 

@@ -14,13 +14,14 @@ What each configuration proves (:data:`CONFIGS`):
   halos cross ranks and blocks of one rank alike. It alone also checks that :data:`KNOWN` is
   complete and not stale for every parametrization. It belongs to the long tier (marked
   ``scale``: ``./test -m scale``, which CI runs after ``./test``); a plain ``./test`` runs the
-  same distribution on the first parametrization and a quarter of the others (``--thin 4``,
-  the same fixed quarter as at 3 ranks; half of them took 96-137 s of a clean clone's
-  ``./test``, which must stay under 15 minutes).
+  same distribution on the first parametrization and an eighth of the others (``--thin 8
+  --thin-offset 4``; a quarter took 81 s of a clean clone's ``./test``, which must stay under
+  15 minutes).
 - **3 ranks** (the default layout: one block per rank, an odd count that splits most of
   scipy's arrays unevenly)
-  runs each scipy test's first parametrization and a fixed quarter of the others (``--thin 4``,
-  about 1200 tests): every scipy test function at a second distribution and rank count.
+  runs each scipy test's first parametrization and the other eighth (``--thin 8``, offset 0,
+  about 700 tests): every scipy test function at a second distribution and rank count. The two
+  eighths are the quarter both launches ran until 2026-11-27, each now at one distribution.
 - **1 rank** runs each scipy test's first parametrization (``--thin 0``, about 360 tests): the
   adapter and every parvox function's purely local path, so a failure that shows at 3 or 4
   ranks but not here is a distribution bug. Its other parametrizations differ from the first in
@@ -44,15 +45,16 @@ from parvox.launch import launch_command
 
 ORACLE = str(Path(__file__).with_name("scipy_oracle.py"))
 
-#: name -> (ranks, DistArray layout keywords, the oracle's --thin, min_selected)
+#: name -> (ranks, DistArray layout keywords, the oracle's --thin and --thin-offset,
+#: min_selected)
 CONFIGS = {
-    "1 rank, first parametrizations": (1, {}, 0, 330),
-    "3 ranks, quarter of the parametrizations": (3, {}, 4, 1000),
-    "4 ranks, 11 uneven blocks round-robin, quarter": (
-        4, {"nblocks": 11, "assignment": "round_robin"}, 4, 1000
+    "1 rank, first parametrizations": (1, {}, (0, 0), 330),
+    "3 ranks, an eighth of the parametrizations": (3, {}, (8, 0), 600),
+    "4 ranks, 11 uneven blocks round-robin, the other eighth": (
+        4, {"nblocks": 11, "assignment": "round_robin"}, (8, 4), 600
     ),
     "4 ranks, 11 uneven blocks round-robin, all": (
-        4, {"nblocks": 11, "assignment": "round_robin"}, 1, 3000
+        4, {"nblocks": 11, "assignment": "round_robin"}, (1, 0), 3000
     ),
 }
 #: configurations of the long tier (``./test -m scale``, which ``.ci/run`` runs after
@@ -95,7 +97,8 @@ def _key(nodeid: str) -> str:
 def test_scipy_ndimage_suite(config: str, tmp_path: Path) -> None:
     nprocs, layout, thin, min_selected = CONFIGS[config]
     prefix = tmp_path / "report"
-    argv = [ORACLE, "--layout", json.dumps(layout), "--thin", str(thin), "--report", str(prefix)]
+    argv = [ORACLE, "--layout", json.dumps(layout), "--thin", str(thin[0]), "--thin-offset",
+            str(thin[1]), "--report", str(prefix)]
     proc = subprocess.run(
         launch_command(nprocs, argv), capture_output=True, text=True, timeout=1700
     )
