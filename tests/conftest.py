@@ -6,6 +6,8 @@ import os
 import shutil
 import tempfile
 
+import pytest
+
 #: the temporary directory of this pytest process (removed, whatever is left in it, at its end)
 #: and the ``TMPDIR`` it replaced
 _SESSION_TMP: list[tuple[str, str | None]] = []
@@ -44,11 +46,17 @@ def pytest_unconfigure(config):
         shutil.rmtree(where, ignore_errors=True)
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """The scale suite runs only when ``-m`` names it (``./test -m scale``); a plain run leaves
     its items out. An MPI item may run its module's whole batch: its pytest-timeout must cover
     it, and under pytest-xdist the items of a batch go to one worker, the batches spread
-    through the run (``./test`` keeps this order: ``--no-loadscope-reorder``)."""
+    through the run (``./test`` keeps this order: ``--no-loadscope-reorder``).
+
+    First of the hooks (``tryfirst``): pytest-xdist's worker reads the ``xdist_group`` marks in
+    its own hook, to append the group to each node id. After it, the marks came too late, and
+    the items of one batch went to both workers, each running the whole batch (until
+    2026-11-27)."""
     from parvox.testing import apply_batch_timeouts, group_batches, spread_batches
 
     if "scale" not in (config.getoption("markexpr") or ""):

@@ -193,3 +193,44 @@ def test_spread_batches_puts_the_smallest_batch_first_and_spreads_the_others():
     only_plain = list(plain)
     spread_batches(only_plain)
     assert only_plain == plain
+
+
+def test_xdist_sends_a_batch_group_to_one_worker(tmp_path):
+    """``./test``'s premise: with ``--dist loadgroup``, items that ``group_batches`` marks in
+    ``pytest_collection_modifyitems`` all run on one worker. pytest 9.2 broke it silently
+    (pytest-xdist#1386: each worker then ran every MPI batch itself, 150-400 s more of a
+    clean clone's ./test); this fails if the installed pair breaks it again."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "conftest.py").write_text(
+        "import pytest\n"
+        "@pytest.hookimpl(tryfirst=True)\n"  # as tests/conftest.py's
+        "def pytest_collection_modifyitems(config, items):\n"
+        "    for item in items:\n"
+        "        if 'grouped' in item.name:\n"
+        "            item.add_marker(pytest.mark.xdist_group('parvox-mpi-2'))\n"
+    )
+    body = (
+        "import os, pathlib, pytest\n"
+        "@pytest.mark.parametrize('i', range(4))\n"
+        "def test_{kind}(i):\n"
+        "    out = pathlib.Path(os.environ['WHERE']) / f'{{__name__}}-{kind}-{{i}}'\n"
+        "    out.write_text(os.environ.get('PYTEST_XDIST_WORKER', 'none'))\n"
+    )
+    for name in ("a", "b"):
+        (tmp_path / f"test_{name}.py").write_text(body.format(kind="grouped") + body.format(kind="free"))
+    where = tmp_path / "out"
+    where.mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-n", "2", "--dist", "loadgroup",
+         "--no-loadscope-reorder", "-p", "no:cacheprovider", "-p", "no:randomly",
+         str(tmp_path)],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        env=dict(os.environ, WHERE=str(where)),
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    grouped = {p.read_text() for p in where.iterdir() if "-grouped-" in p.name}
+    assert len(list(where.iterdir())) == 16
+    assert len(grouped) == 1, f"one group ran on workers {grouped}"
