@@ -14,7 +14,7 @@ dead (:func:`abort_job`).
 
 Examples
 --------
->>> from parvox.server.options import ServerOptions, front_share_for
+>>> from parvox.server.options import ServerOptions
 >>> options = ServerOptions(port=0, heap_retain=False)
 >>> callable(run_server), options.port
 (True, 0)
@@ -127,6 +127,8 @@ def front_share(options: ServerOptions, comm: MPI.Intracomm) -> float:
     >>> front_share(ServerOptions(front_share=0.5), MPI.COMM_SELF)
     0.5
     """
+    if options.front_share != "auto":  # (every rank has the same options)
+        return float(options.front_share)
     local_ranks = len(shared_memory_nodes(comm)[0])  # rank 0's node comes first
     share = None
     if comm.Get_rank() == 0:

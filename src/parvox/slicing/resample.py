@@ -546,6 +546,7 @@ class PartExtractor:
                 f"dtype {np.dtype(dtype)}"
             )
         self.dtype = np.dtype(dtype) if self.rounded else values_dtype(plane, dtype)
+        self._bounds = _round_bounds(self.dtype) if self.rounded else (0.0, 0.0)
         self.layout = layout
         self.plane = plane
         self.params = plane.kernel_params()
@@ -651,7 +652,6 @@ class PartExtractor:
         out = self.out if self.out is not None else np.empty((0, nch), vtype)
         if out.dtype != vtype:
             raise ValueError(f"out: rows must be {vtype} for these blocks, got {out.dtype}")
-        vlo, vhi = _round_bounds(self.dtype) if self.rounded else (0.0, 0.0)
         if self.rounded:
             vtype = self.dtype
         if values.dtype != vtype or values.ndim != 2 or values.shape[1] != nch:
@@ -672,7 +672,7 @@ class PartExtractor:
             m, r = _extract_kernel(
                 addresses, like, slot, bounds.astype(np.float64), ranges, self.last,
                 self.params, self.plane.zoom, width, out, index, values, counts, runs,
-                self.rounded, vlo, vhi,
+                self.rounded, *self._bounds,
             )  # fmt: skip
         return counts, int(m), int(r)
 
