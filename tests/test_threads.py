@@ -100,17 +100,17 @@ def _native(thread: threading.Thread) -> str:
 def test_threads_carry_their_names_into_the_operating_system():
     """``set_native_name`` names the calling thread as ``top -H`` and ``/proc`` show it: the
     Python name without ``parvox-``, cut to Linux's 15 bytes; a team's workers do so."""
-    done = threading.Event()
     seen = {}
 
     def body():
         seen["set"] = set_native_name()
-        done.set()
+        seen["os"] = _native(threading.current_thread())
 
     t = threading.Thread(target=body, name="parvox-slice-extract-0123")
     t.start()
     t.join()
-    assert seen["set"] and native_name(t.name) == "slice-extract-0"
+    assert seen == {"set": True, "os": "slice-extract-0"}
+    assert native_name(t.name) == "slice-extract-0"
     with ThreadTeam(3) as team:
         names = team.run(lambda part: _native(threading.current_thread()))
     # part 0 runs on the calling thread; the pool may run both others on one worker

@@ -251,8 +251,8 @@ def test_block_refs_refuse_to_travel_to_another_process():
 @pytest.mark.parametrize(("dtype", "rgb"), [("uint8", False), ("uint8", True), ("int32", False)])
 def test_kernel_rounds_as_finish_slice(tmp_path, dtype, rgb):
     """A ``rounded`` message places the float32 message's slice rounded by
-    :func:`finish_slice` (ties to even, clipped: int32's and uint64's maxima round above them
-    as float32), bit for bit, from a quarter (uint8) of the bytes."""
+    :func:`finish_slice` (ties to even, clipped: int32's maximum rounds above itself as
+    float32), bit for bit, from a quarter (uint8) of the bytes."""
     from mpi4py import MPI
 
     from parvox.slicing import SliceSource
