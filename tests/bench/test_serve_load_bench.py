@@ -1,25 +1,16 @@
 """bench/serve_load.py: the CPU of a rank's threads, read from /proc (no server)."""
 
-import importlib
 import os
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
-
 
 @pytest.fixture(scope="module")
-def bench():
-    sys.path.insert(0, str(BENCH))
-    try:
-        yield importlib.import_module("serve_load")
-    finally:
-        sys.path.remove(str(BENCH))
-        sys.modules.pop("serve_load", None)
+def bench(bench_script):
+    return bench_script("serve_load")
 
 
 def test_thread_groups_sum_workers_and_name_the_main_thread(bench):

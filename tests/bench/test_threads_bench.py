@@ -1,22 +1,13 @@
 """bench/threads.py: which kernels take a thread count, and its command line (no MPI job)."""
 
-import importlib
 import sys
-from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
-
 
 @pytest.fixture(scope="module")
-def bench():
-    sys.path.insert(0, str(BENCH))
-    try:
-        yield importlib.import_module("threads")
-    finally:
-        sys.path.remove(str(BENCH))
-        sys.modules.pop("threads", None)
+def bench(bench_script):
+    return bench_script("threads")
 
 
 def test_a_kernel_without_the_keyword_is_not_available(bench):
