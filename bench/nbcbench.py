@@ -22,6 +22,11 @@ Runs MPI's own collectives (the peer) and parvox's schedules in the same MPI job
    with the minor page faults of a call (temporaries the C library mapped anew). It runs
    first, while the process's heap is as an application's is (the later sections' large
    frees move the C library's thresholds).
+7. the node-shared sum (:class:`parvox.collectives.SharedSum`) against the in-place
+   allreduces (MPI's and parvox's ring) of 16 and 48 MiB of float64: each rank first writes its
+   whole part (as a back-projection leaves its image: in cache only its last pages), then the
+   call is timed from a barrier to its return (the maximum over ranks), median of the calls.
+   It prints ``ratio: shared/ring sum 48MiB P ranks = X``.
 
 Usage::
 
@@ -309,6 +314,36 @@ def _segments(comm, quick: bool) -> list[dict]:
     return rows
 
 
+def _shared_sum(comm, quick: bool) -> list[dict]:
+    """Seconds per sum of 16 and 48 MiB of float64: MPI's and parvox's ring allreduce in
+    place, and :class:`parvox.collectives.SharedSum`, the parts written before each call."""
+    from mpi4py import MPI
+
+    from parvox import collectives as coll
+
+    rows = []
+    for nbytes in (16 << 20, 48 << 20):
+        n = nbytes // 8
+        x = np.ones(n)
+        with coll.SharedSum(n, comm=comm) as shared:
+            calls = {
+                "MPI_Allreduce": (x, lambda x=x: comm.Allreduce(MPI.IN_PLACE, x, op=MPI.SUM)),
+                "parvox ring": (x, lambda x=x: coll.allreduce(x, x, algorithm="ring")),
+                "SharedSum": (shared.local, shared.sum),
+            }
+            times: dict[str, list[float]] = {k: [] for k in calls}
+            for _ in range(7 if quick else 15):
+                for name, (part, call) in calls.items():  # interleaved: the same load for all
+                    np.add(part, 1.0, out=part)  # this rank's part written anew
+                    comm.Barrier()
+                    t0 = time.perf_counter()
+                    call()
+                    times[name].append(time.perf_counter() - t0)
+            rows.append({"bytes": nbytes, **{k: comm.allreduce(float(np.median(v)), op=_max())
+                                             for k, v in times.items()}})
+    return rows
+
+
 def worker(args: argparse.Namespace) -> None:
     from mpi4py import MPI
 
@@ -333,6 +368,7 @@ def worker(args: argparse.Namespace) -> None:
         "skew": _skew(comm, 0.05),
         "tiles": _tiles(comm, args.quick),
         "segments": segments,
+        "shared_sum": _shared_sum(comm, args.quick),
         "thread_level": MPI.Query_thread(),
     }
     if rank0:
@@ -417,6 +453,13 @@ def report(res: dict, out: Path) -> float | None:
         print(f"{_size(nbytes):>8} " + "  ".join(
             f"{_size(r['segment'])}{'*' if r['segment'] == SEGMENT_BYTES else ''} "
             f"{_fmt(r['t']).strip()}/{r['faults']}" for r in row))
+    print("\nsum of one array per rank, in place (parts written before each call; median)")
+    for r in res["shared_sum"]:
+        print(f"{_size(r['bytes']):>8}  MPI_Allreduce {_fmt(r['MPI_Allreduce']).strip()}, parvox "
+              f"ring {_fmt(r['parvox ring']).strip()}, SharedSum {_fmt(r['SharedSum']).strip()}")
+    big = res["shared_sum"][-1]
+    print(f"ratio: shared/ring sum {_size(big['bytes'])} {p} ranks = "
+          f"{big['SharedSum'] / big['parvox ring']:.3f}")
     _plot(res, out)
     return ratio32
 

@@ -11,6 +11,8 @@ in a rotating order (the machine is shared; figures are medians over rounds):
 
 - ``blocking MPI``: the seed's Fig. 2 with MPI's own ``MPI_Allreduce`` (the peer);
 - ``blocking ring``: the same with parvox's pipelined ring allreduce;
+- ``blocking shared``: the same with the ranks' parts summed in node-shared memory
+  (``algorithm="shared"``, :class:`parvox.collectives.SharedSum`: no messages on one node);
 - ``overlap test``: Fig. 3, parvox's ring ``iallreduce`` progressed by test calls spread
   over reading and ray tracing the next subset; ``osem``'s default count, two per round of
   the allreduce's schedule and at least ``4 x P``;
@@ -27,7 +29,8 @@ times, the communication overhead of each configuration (seed 000's Fig. 5b), eq
 measured overlap time (the first window left out: warm-up), saves a bar chart of the
 overheads under ``bench/results/osem/``, and ends with ``ratio: overlap/blocking communication overhead = X`` (overlap test over blocking
 MPI; the 4P and thread variants are printed against both blocking peers just above it).
-Images are checked: both ring configurations equal bit for bit, MPI's to rounding.
+Images are checked: the ring configurations equal bit for bit, MPI's and the shared sum's to
+rounding.
 
 Usage::
 
@@ -57,6 +60,7 @@ SUBSETS = 10
 CONFIGS: dict[str, dict[str, Any]] = {  # name -> osem keywords
     "blocking MPI": {"mode": "blocking", "algorithm": "native"},
     "blocking ring": {"mode": "blocking", "algorithm": "ring"},
+    "blocking shared": {"mode": "blocking", "algorithm": "shared"},
     "overlap test": {"mode": "overlap", "algorithm": "ring", "progress": "test"},
     "overlap thread": {"mode": "overlap", "algorithm": "ring", "progress": "thread"},
     # the seed's literal 4 x P test calls per subset ("tests" is per rank count)
@@ -64,7 +68,8 @@ CONFIGS: dict[str, dict[str, Any]] = {  # name -> osem keywords
 }
 #: configurations whose "tests" is a multiple of the rank count
 _TESTS_PER_RANK = ("overlap test 4P",)
-DEFAULT_CONFIGS = ("blocking MPI", "blocking ring", "overlap test", "overlap thread",
+DEFAULT_CONFIGS = ("blocking MPI", "blocking ring", "blocking shared", "overlap test",
+                   "overlap thread",
                    "overlap test 4P")
 PHASES = ("read", "trace", "backproject", "allreduce", "start", "test", "wait", "update",
           "overlap", "subset")
@@ -222,10 +227,11 @@ def worker(events_per_subset: int, repeats: int, configs: list[str], report: str
             if name in images:
                 checks[f"{name} == blocking ring"] = bool(
                     np.array_equal(images[name], images["blocking ring"]))
-        if "blocking MPI" in images:
-            ref = images["blocking MPI"]
-            checks["blocking MPI ~ blocking ring"] = bool(np.allclose(
-                images["blocking ring"], ref, rtol=1e-9, atol=1e-12 * ref.max()))
+        for name in ("blocking MPI", "blocking shared"):
+            if name in images:
+                ref = images[name]
+                checks[f"{name} ~ blocking ring"] = bool(np.allclose(
+                    images["blocking ring"], ref, rtol=1e-9, atol=1e-12 * ref.max()))
     figures["runs"], figures["checks"] = runs, checks
     if comm.Get_rank() == 0:
         Path(report).write_text(json.dumps(figures))
@@ -384,7 +390,7 @@ def report_figures(figures: dict[str, Any], events: int, repeats: int, ranks: in
     if "blocking MPI" in rows and "blocking ring" in rows and "overlap test" in rows:
         b, r_, o = (rows[n]["total"] for n in ("blocking MPI", "blocking ring", "overlap test"))
         print(f"overlap/blocking ring = {o / r_:.3f}; blocking ring/blocking MPI = {r_ / b:.3f}")
-        for name in ("overlap thread", "overlap test 4P"):
+        for name in ("blocking shared", "overlap thread", "overlap test 4P"):
             if name in rows:
                 print(f"{name}: overhead / blocking MPI = {rows[name]['total'] / b:.3f}, "
                       f"/ blocking ring = {rows[name]['total'] / r_:.3f}")

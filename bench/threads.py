@@ -205,22 +205,25 @@ def _back(keep: str, quick: bool, comm: Any) -> Kernel:
 
     grid, s, e, mine = _lines(quick, "back_project", comm)
     values = np.random.default_rng(5).random(SIZES["back_project"][1 if quick else 0])[mine]
-    image = np.ones(grid.shape)  # its pages mapped, as OSEM's image is
+    # each rank's image in node-shared memory (its pages mapped, as OSEM's are), summed there
+    # as OSEM's algorithm="shared" sums its images; at 1 rank the sum is the image itself
+    shared = collectives.SharedSum(grid.shape, np.float64, comm=comm)
     kw = {"voxel_size": grid.voxel_size, "origin": grid.origin, "method": "joseph"}
 
     def run(t: int) -> np.ndarray:
-        back_project(values, s, e, grid.shape, out=image, threads=t, **kw)
-        if comm.Get_size() > 1:
-            t0 = time.perf_counter()
-            collectives.allreduce(image, image, comm=comm)  # as OSEM sums its images
-            k.steps["allreduce"] = comm.allreduce(time.perf_counter() - t0, op=MPI.MAX)
-        return image
+        back_project(values, s, e, grid.shape, out=shared.local, threads=t, **kw)
+        if comm.Get_size() == 1:
+            return shared.local
+        t0 = time.perf_counter()
+        total = shared.sum()
+        k.steps["sum"] = comm.allreduce(time.perf_counter() - t0, op=MPI.MAX)
+        return total
 
     def reset() -> None:
-        image[...] = 0
+        shared.local[...] = 0
 
     k = Kernel(run, lambda out: out.copy() if comm.Get_rank() == 0 else None,
-               takes(back_project, "threads"), reset, exact=False)
+               takes(back_project, "threads"), reset, exact=False, close=shared.close)
     return k
 
 

@@ -116,6 +116,8 @@ def test_an_image_file_as_the_activity(tmp_path):
         (["osem", "{acq}", "-o", "{d}/r.npy", "--postfilter", "nan"], "--postfilter"),
         (["osem", "{acq}", "-o", "{d}/r.npy", "--threads", "0"], "--threads"),
         (["osem", "{acq}", "-o", "{d}/r.npy", "--threads", "two"], "--threads"),
+        (["osem", "{acq}", "-o", "{d}/r.npy", "--algorithm", "fastest"], "--algorithm"),
+        (["osem", "{acq}", "-o", "{d}/r.npy", "--algorithm", "shared"], "--algorithm"),
     ],
 )
 def test_bad_input_exits_2_naming_the_argument(args, named, acquisition, tmp_path):
@@ -148,3 +150,18 @@ def test_osem_threads_per_rank_give_the_one_thread_image(acquisition, tmp_path, 
     monkeypatch.setenv("PARVOX_THREADS", "0")
     bad = run_parvox("recon", "osem", str(acquisition), "-o", str(tmp_path / "f.npy"), *kw)
     assert bad.returncode == 2 and "argument PARVOX_THREADS" in bad.stderr, bad.stderr
+
+
+def test_osem_shared_sum_on_three_ranks_is_the_librarys_image(acquisition, tmp_path):
+    """``--algorithm shared --mode blocking`` at 3 ranks: the one-rank image to rounding."""
+    from parvox.recon import Acquisition, osem, sensitivity
+
+    proc = run_parvox("recon", "osem", str(acquisition), "-o", str(tmp_path / "s.npy"),
+                      "--algorithm", "shared", "--mode", "blocking", "--subsets", "3",
+                      "--iterations", "1", "--postfilter", "0", "--no-progress", "-n", "3")
+    check_ok(proc)
+    assert "mode blocking, images summed by shared, 3 ranks" in proc.stdout, proc.stdout
+    acq = Acquisition.load(acquisition)
+    ref = osem(acq.events, acq.scanner, acq.grid,
+               sensitivity(acq.scanner, acq.grid, mu=acq.mu()), subsets=3, iterations=1)
+    np.testing.assert_allclose(np.load(tmp_path / "s.npy"), ref.image, rtol=1e-9, atol=1e-12)

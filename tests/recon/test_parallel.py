@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from parvox.decomposition import split_extent
+from parvox.errors import ParameterError
 from parvox.recon import (
     MU_WATER,
     ImageGrid,
@@ -259,6 +260,15 @@ def test_modes_and_progress_give_the_same_image_and_ranks_agree():
     assert single.image.dtype == np.float32
     np.testing.assert_allclose(single.image, blocking.image, rtol=1e-3, atol=1e-3 *
                                blocking.image.max())
+    # the parts summed in node-shared memory: the same sums grouped differently
+    shared = osem(path, s, g, sens, mode="blocking", algorithm="shared", comm=comm, **kw)
+    np.testing.assert_allclose(shared.image, blocking.image, rtol=1e-10, atol=1e-12)
+    assert shared.mean.column("allreduce").all()
+    for im in comm.allgather(shared.image):
+        np.testing.assert_array_equal(im, shared.image)
+    with pytest.raises(ParameterError) as info:
+        osem(path, s, g, sens, mode="overlap", algorithm="shared", comm=comm, **kw)
+    assert info.value.param == "algorithm"
     if comm.Get_rank() == 0:
         alone = osem(path, s, g, sens, mode="blocking", comm=MPI.COMM_SELF, **kw)
         np.testing.assert_allclose(blocking.image, alone.image, rtol=1e-10, atol=1e-12)

@@ -86,6 +86,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="projector (default joseph)")
     rec.add_argument("--mode", default="overlap", choices=("overlap", "blocking"),
                      help="allreduce of each subset overlapped with the next one's work, or not")
+    rec.add_argument("--algorithm", default="auto", metavar="NAME",
+                     help="how the ranks' images are summed: an allreduce algorithm of "
+                          "parvox.collectives (auto, the default; ring; native: MPI's; ...), "
+                          "or shared (--mode blocking: in node-shared memory)")
     rec.add_argument("--progress", default="test", choices=("test", "thread"),
                      help="progress of the overlapped allreduce: test calls or a thread")
     rec.add_argument("--tests", type=int, default=None, metavar="K",
@@ -211,6 +215,15 @@ def _validate_osem(args: argparse.Namespace) -> None:
         raise UsageError("--iterations", f"must be >= 1, got {args.iterations}")
     if args.tests is not None and args.tests < 0:
         raise UsageError("--tests", f"must be >= 0, got {args.tests}")
+    from parvox.collectives import ALGORITHMS
+
+    sums = ("auto", *ALGORITHMS["allreduce"], "shared")
+    if args.algorithm not in sums:
+        raise UsageError("--algorithm", f"expected one of {', '.join(sums)}, got "
+                                        f"{args.algorithm!r}")
+    if args.algorithm == "shared" and args.mode != "blocking":
+        raise UsageError("--algorithm", "'shared' sums in place, with nothing to overlap: it "
+                                        f"needs --mode blocking, not {args.mode}")
     if not (math.isfinite(args.row_memory) and args.row_memory >= 0):
         raise UsageError("--row-memory", f"must be >= 0 MiB, got {args.row_memory}")
     args.threads = parse_threads(args.threads)
@@ -295,6 +308,7 @@ def _osem(args: argparse.Namespace) -> int:
                  else "no post-filter")
               + f", {args.method}, mode {args.mode}"
               + (f" (progress {args.progress})" if args.mode == "overlap" else "")
+              + (f", images summed by {args.algorithm}" if args.algorithm != "auto" else "")
               + f", {plural(c.Get_size(), 'rank')} x {plural(args.threads, 'thread')}")
     with t("sensitivity"):
         a, path, cached = cached_sensitivity(acq.directory, acq.scanner, acq.grid,
@@ -305,7 +319,7 @@ def _osem(args: argparse.Namespace) -> int:
         result = osem(acq.events, acq.scanner, acq.grid, a, subsets=args.subsets,
                       iterations=args.iterations, postfilter=args.postfilter, truth=reference,
                       method=args.method, mode=args.mode, progress=args.progress,
-                      tests=args.tests, row_memory=int(args.row_memory * (1 << 20)),
+                      algorithm=args.algorithm, tests=args.tests, row_memory=int(args.row_memory * (1 << 20)),
                       threads=args.threads,
                       dtype=np.float32 if args.float32 else np.float64,
                       progress_bar=not args.no_progress, comm=c)

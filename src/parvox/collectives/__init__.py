@@ -9,7 +9,9 @@ form whose typed request is progressed by test calls, a progress thread or only 
 (:mod:`parvox.collectives.progress`). Code
 written for mpi4py runs on these algorithms through :class:`Intracomm`
 (:mod:`parvox.collectives.facade`). :func:`exchange_by_destination` sends each element of some
-parallel arrays to the rank it names (:mod:`parvox.collectives.exchange`).
+parallel arrays to the rank it names (:mod:`parvox.collectives.exchange`). :class:`SharedSum`
+sums one array per rank where the ranks of a node share memory, with no messages within a node
+(:mod:`parvox.collectives.shared_sum`).
 
 Examples
 --------
@@ -83,6 +85,7 @@ from parvox.collectives.requests import (
     waitany,
 )
 from parvox.collectives.schedule import Schedule
+from parvox.collectives.shared_sum import SharedSum
 from parvox.errors import ParameterError
 
 if TYPE_CHECKING:
@@ -100,6 +103,7 @@ __all__ = [
     "ProgressUnavailable",
     "Request",
     "Schedule",
+    "SharedSum",
     "allgather",
     "allgatherv",
     "allreduce",
