@@ -18,10 +18,12 @@ and the table gives the medians over ``--repeats`` rounds, the speed-ups over ``
   2% background, ``bench/edt.py``'s input);
 - ``forward_project`` and ``back_project`` (Joseph, :mod:`parvox.recon.projectors`, the OSEM
   benchmark's 48 MiB float64 image and scanner, random lines of response); at 2 ranks each
-  rank takes half of the lines, and the back-projection's two images are summed by the
-  allreduce OSEM sums them with (``parvox.collectives.allreduce``, ``auto``: the pipelined
-  ring, 1 MiB segments; about 0.4x the time of MPICH's in-place ``MPI_Allreduce`` on 48 MiB
-  here); its part of the time is printed;
+  rank takes half of the lines and back-projects them into its image in node-shared memory,
+  and the two images are summed there (:class:`parvox.collectives.SharedSum`, as OSEM's
+  ``algorithm="shared"`` sums them; about 0.55x the time of parvox's ring allreduce and 0.2x
+  MPICH's in-place ``MPI_Allreduce`` on 48 MiB here, ``bench/nbcbench.py`` section 7): the
+  ranks share the sum as one process's threads share their image; its part of the time is
+  printed (it holds the wait for the slower rank);
 - ``slice``: warm 512x512 oblique slices (``bench/slicing.py``'s browsing case, extent cache
   on) of an RGB phantom store, :class:`parvox.slicing.SliceEngine` with
   ``compute_threads=T`` (its extraction threads) at 1 rank.
