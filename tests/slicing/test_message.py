@@ -181,3 +181,34 @@ def test_cached_extents_give_the_same_parts_and_messages(tmp_path):
                                                       chunk=2, cached=cached, groups=groups)
                                 got = merge_parts(unpack_parts(buf, ch, vd), plane, ch, vd)
                                 assert np.array_equal(got, cold), groups
+
+
+def test_the_calling_thread_runs_the_calls_no_pool_thread_started():
+    """``_KernelCalls``: with the pool's one thread held, the caller runs every other call,
+    last first, and the results keep the order the calls were added in."""
+    import concurrent.futures as cf
+    import threading
+
+    from parvox.slicing.source import _KernelCalls
+
+    release, started = threading.Event(), threading.Event()
+    ran: list[tuple[int, str]] = []
+
+    def call(i: int) -> int:
+        if i == 0:
+            started.set()
+            release.wait(10)
+        ran.append((i, threading.current_thread().name))
+        return i * i
+
+    with cf.ThreadPoolExecutor(1, thread_name_prefix="pool") as pool:
+        calls = _KernelCalls(pool)
+        for i in range(4):
+            calls.add(call, i)
+        assert started.wait(10)
+        threading.Timer(0.2, release.set).start()
+        assert calls.results() == [0, 1, 4, 9]
+    me = threading.current_thread().name
+    assert [i for i, who in ran if who == me] == [3, 2, 1]
+    assert [who.startswith("pool") for i, who in ran if i == 0] == [True]
+    assert _KernelCalls(None).results() == []

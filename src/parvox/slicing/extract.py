@@ -82,9 +82,11 @@ def extract_parts(
 
     ``ranges`` (``(4, n)``, from ``extents_on_disks(..., return_ranges=True)``) saves
     recomputing the sample ranges. With ``pool`` (the seed's several ComputeServer threads
-    per process) the kernels, which release the GIL, run in its threads; without one,
-    ``threads`` kernel threads (:func:`parvox.threads.resolve_threads`: the argument, else
-    ``$PARVOX_THREADS``, else 1) are started for this call. With ``out`` (zoom 1: the slice's
+    per process) the kernels, which release the GIL, run in its threads, and the calling
+    thread runs those no pool thread has started by the time the reads are done; without
+    one, ``threads`` kernel threads (:func:`parvox.threads.resolve_threads`: the argument,
+    else ``$PARVOX_THREADS``, else 1) run them: the calling thread and ``threads - 1`` started
+    for this call. With ``out`` (zoom 1: the slice's
     rows from :func:`~parvox.slicing.resample.new_rows`) the pixels are written there and the
     batch is empty. :meth:`SliceSource.read_parts` is this with the source's reader and
     compute threads.
@@ -92,7 +94,8 @@ def extract_parts(
     karr = np.asarray([as_key(key) for key in keys], dtype=np.int64).reshape(-1, 3)
     rng = grid_ranges(plane, layout, karr) if ranges is None else ranges
     nthreads = resolve_threads(threads) if pool is None else 1
-    own = cf.ThreadPoolExecutor(nthreads, "parvox-extract", set_native_name) if nthreads > 1 else None
+    own = (cf.ThreadPoolExecutor(nthreads - 1, "parvox-extract", set_native_name)
+           if nthreads > 1 else None)
     try:
         blocks = reader.read_many(karr.tolist())
         return extract_blocks(PartExtractor(layout, plane, out), blocks, karr, rng,

@@ -113,6 +113,52 @@ def _groups(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
         yield group
 
 
+class _KernelCalls:
+    """Kernel calls of one request, run by a pool's threads and by the calling thread together.
+
+    Without a pool each call runs at once. With one, :meth:`add` submits it; :meth:`results`
+    then has the calling thread run, from the last back, every call no pool thread has
+    started yet (:meth:`concurrent.futures.Future.cancel` succeeds only on those), instead of
+    waiting for it: ``T`` compute threads are the caller and ``T - 1`` pool threads.
+
+    Examples
+    --------
+    >>> import concurrent.futures as cf
+    >>> with cf.ThreadPoolExecutor(1) as pool:
+    ...     calls = _KernelCalls(pool)
+    ...     for i in range(4):
+    ...         calls.add(pow, i, 2)
+    ...     calls.results()
+    [0, 1, 4, 9]
+    """
+
+    def __init__(self, pool: cf.Executor | None) -> None:
+        self.pool = pool
+        self._calls: list[Any] = []
+
+    def add(self, func: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        """Run ``func(*args, **kwargs)`` now (no pool) or submit it."""
+        if self.pool is None:
+            self._calls.append(func(*args, **kwargs))
+        else:
+            self._calls.append((self.pool.submit(func, *args, **kwargs), func, args, kwargs))
+
+    def __len__(self) -> int:
+        return len(self._calls)
+
+    def results(self) -> list[Any]:
+        """Every call's result, in the order they were added."""
+        if self.pool is None:
+            return self._calls
+        done: dict[int, Any] = {}
+        for i in range(len(self._calls) - 1, -1, -1):
+            future, func, args, kwargs = self._calls[i]
+            if future.cancel():  # not started by a pool thread: this thread runs it
+                done[i] = func(*args, **kwargs)
+        return [done[i] if i in done else call[0].result()
+                for i, call in enumerate(self._calls)]
+
+
 def _even_work(ranges: np.ndarray, parts: int) -> list[tuple[int, int]]:
     """``[a, b)`` bounds of ``parts`` consecutive groups of extents with ``(4, n)`` sample
     ranges ``ranges`` of about equal work (their sample rectangles, plus one per extent), so
@@ -180,21 +226,17 @@ def extract_blocks(
     """
     keys = np.asarray(keys, dtype=np.int64).reshape(-1, 3)
     ranges = np.asarray(ranges, dtype=np.int64).reshape(4, -1)
-    batches: list[Any] = []
+    calls = _KernelCalls(pool)
 
     def run(cols: np.ndarray, group: BlockRefs | list[np.ndarray]) -> None:
-        args = (group, keys[cols], ranges[:, cols])
-        batches.append(extractor.extract_many(*args) if pool is None
-                       else pool.submit(extractor.extract_many, *args))
+        calls.add(extractor.extract_many, group, keys[cols], ranges[:, cols])
 
     ngroups = _groups_of(cached, chunk, pool, groups)
     for cols, group in _chunks(blocks, keys, ranges, chunk, cached, ngroups):
         run(cols, group)
-    if not batches:
+    if not len(calls):
         run(np.empty(0, np.int64), [])
-    return PartBatch.concat(
-        [b.result() if isinstance(b, cf.Future) else b for b in batches]
-    )
+    return PartBatch.concat(calls.results())
 
 
 def extract_message(
@@ -249,7 +291,8 @@ def extract_message(
     values = buf[h : h + int(rows_cap.sum()) * channels * dt.itemsize].view(dt)
     values = values.reshape(-1, channels)
     scratch = np.empty(int(words_cap.sum()), np.int64)  # the indices, appended at the end
-    done: list[Any] = []  # (columns, value offset, word offset, kernel result or future)
+    done: list[Any] = []  # (columns, value offset, word offset) of each kernel call
+    calls = _KernelCalls(pool)
     at = [0, 0]  # where the next chunk writes: values, index words
 
     def run(cols: np.ndarray, group: BlockRefs | list[np.ndarray]) -> None:
@@ -258,12 +301,12 @@ def extract_message(
         idx = scratch[wo : wo + wn]
         args = (group, keys[cols], ranges[:, cols], values[vo : vo + vn])
         kw = {"runs": idx.reshape(-1, 2)} if rle else {"index": idx}
-        if pool is None:
-            res = extractor.kernel(*args, **kw)
+        calls.add(extractor.kernel, *args, **kw)
+        done.append((cols, vo, wo))
+        if pool is None:  # the next call writes right after this one's results
+            res = calls.results()[-1]
             at[0], at[1] = vo + res[1], wo + (2 * res[2] if rle else res[1])
-            done.append((cols, vo, wo, res))
-        else:
-            done.append((cols, vo, wo, pool.submit(extractor.kernel, *args, **kw)))
+        else:  # each call has a region of its own, moved together below
             at[0], at[1] = vo + vn, wo + wn
 
     ngroups = _groups_of(cached, chunk, pool, groups)
@@ -271,8 +314,7 @@ def extract_message(
         run(cols, group)
     order, counts, pieces = [], [], []
     m = words = 0
-    for cols, vo, wo, res in done:
-        cnt, mm, rr = res.result() if isinstance(res, cf.Future) else res
+    for (cols, vo, wo), (cnt, mm, rr) in zip(done, calls.results(), strict=True):
         if vo != m:  # (a pool's chunks: regions of their own, moved together)
             values[m : m + mm] = values[vo : vo + mm]
         ww = 2 * rr if rle else mm
@@ -311,8 +353,8 @@ class SliceSource:
     cache_bytes, threads, verify, evict
         Passed to :class:`parvox.volume.ExtentReader`.
     compute_threads : int, optional
-        Threads running the extraction kernels (the resampler's thread count: 1 runs them in
-        the calling thread); by default ``$PARVOX_THREADS``, else 1
+        Threads running the extraction kernels (the resampler's thread count): the calling
+        thread and ``compute_threads - 1`` pool threads; by default ``$PARVOX_THREADS``, else 1
         (:func:`parvox.threads.resolve_threads`).
     level : int
         The pyramid level read when ``store`` is a path (0: full resolution). The other
@@ -358,8 +400,9 @@ class SliceSource:
             if self._own_store:
                 self.store.close()
             raise
+        # the calling thread is one of the compute threads (:class:`_KernelCalls`)
         self._pool = (
-            cf.ThreadPoolExecutor(compute_threads, thread_name_prefix="parvox-extract",
+            cf.ThreadPoolExecutor(compute_threads - 1, thread_name_prefix="parvox-extract",
                                   initializer=set_native_name)
             if compute_threads > 1 else None
         )  # fmt: skip
