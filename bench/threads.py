@@ -56,7 +56,7 @@ rank) with ``bench/osem_threads.py``'s worker and table (layouts ``--osem-layout
 allreduce, OSEM's default algorithm; with ``MPI_Allreduce`` two ranks pay MPICH's slower
 allreduce of the 48 MiB image, about 24 against 9 ms per subset here, and the line after it
 gives that ratio too) and saves both panels in
-``bench/results/threads.png``. The machine is shared: the load average is printed.
+``bench/results/threads.png`` (``--chart`` names another file). The machine is shared: the load average is printed.
 
 Usage::
 
@@ -571,6 +571,9 @@ def main() -> None:
     parser.add_argument("--kernels", default=",".join(KERNELS),
                         help=f"comma-separated, among: {', '.join(KERNELS)}")
     parser.add_argument("--no-osem", action="store_true", help="skip the OSEM part")
+    parser.add_argument("--chart", type=Path, default=RESULTS / "threads.png",
+                        help="where the chart goes (default bench/results/threads.png; a run "
+                             "of some kernels or without OSEM may name its own)")
     parser.add_argument("--no-fair-share", action="store_true",
                         help="leave each rank its own autogroup's CPU share (fair_share)")
     parser.add_argument("--osem-layouts", default=None,
@@ -700,7 +703,7 @@ def main() -> None:
     if not args.no_osem:
         print()
         figures = osem_fig5a(osem_layouts, args.quick)
-    path = RESULTS / "threads.png"
+    path = args.chart
     chart(rows, figures, osem_layouts, path)
     print(f"\nchart: {path}")
     print(f"load average (uptime) at the end: {os.getloadavg()[0]:.2f}")
