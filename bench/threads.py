@@ -51,7 +51,8 @@ raise their groups' nice to share one group's weight (:func:`fair_share`; not wi
 ``--no-fair-share``; no effect on an idle machine).
 
 Then it reproduces the shape of seed 000's Fig. 5a for OSEM (run time against threads per
-rank) with ``bench/osem_threads.py``'s worker and table (layouts ``--osem-layouts``), prints
+rank) with ``bench/osem_threads.py``'s worker and table (layouts ``--osem-layouts``; over
+``--repeats`` rounds, each launching the 1-rank and the 2-rank job once, in turn), prints
 ``ratio: 1x2/2x1 osem = X`` (``blocking parvox``: the image summed by parvox's own blocking
 allreduce, OSEM's default algorithm; with ``MPI_Allreduce`` two ranks pay MPICH's slower
 allreduce of the 48 MiB image, about 24 against 9 ms per subset here, and the line after it
@@ -485,11 +486,16 @@ def check(name: str, keep: str, layouts: list[str], exact: bool) -> bool:
 
 
 # ------------------------------------------------------------------ OSEM: seed 000 Fig. 5a
-def osem_fig5a(layouts: list[tuple[int, int]], quick: bool) -> dict[int, Any]:
-    """``bench/osem_threads.py``'s worker per rank count, and its table and chart."""
+def osem_fig5a(layouts: list[tuple[int, int]], quick: bool, rounds: int) -> dict[int, Any]:
+    """``bench/osem_threads.py``'s worker per rank count, and its table and chart.
+
+    Each of the ``rounds`` launches every rank count's job once (one timed pass after its
+    untimed one), the rank counts in a rotating order: the 1-rank and the 2-rank runs
+    alternate, as the kernels' layouts do, so a drift of the machine's speed falls on both.
+    The figures are the medians over the rounds; every round must give the same images."""
     import osem_threads
 
-    events, repeats = (15_000, 1) if quick else (40_000, 2)
+    events = 15_000 if quick else 40_000
     configs = list(osem_threads.CONFIGS)
     by_ranks: dict[int, list[int]] = {}
     for p, t in layouts:
@@ -497,15 +503,26 @@ def osem_fig5a(layouts: list[tuple[int, int]], quick: bool) -> dict[int, Any]:
     figures: dict[int, Any] = {}
     t0 = time.perf_counter()
     osem_threads.RESULTS.mkdir(parents=True, exist_ok=True)
-    for p, threads in sorted(by_ranks.items()):
-        report = osem_threads.RESULTS / f"threads-{events}-{p}.json"
-        argv = [osem_threads.__file__, "--worker", "--events", str(events), "--repeats",
-                str(repeats), "--threads", ",".join(map(str, sorted(set(threads)))),
-                "--configs", ",".join(configs), "--report", str(report)]
-        print(f"OSEM at {p} rank(s), threads per rank {sorted(set(threads))} ...",
-              file=sys.stderr, flush=True)
-        figures[p] = run_worker_report(p, argv, report)
-    osem_threads.report_figures(figures, layouts, configs, events, repeats,
+    ranks = sorted(by_ranks)
+    for r in range(rounds):
+        for p in ranks[r % len(ranks):] + ranks[: r % len(ranks)]:
+            threads = sorted(set(by_ranks[p]))
+            report = osem_threads.RESULTS / f"threads-{events}-{p}.json"
+            argv = [osem_threads.__file__, "--worker", "--events", str(events), "--repeats",
+                    "1", "--threads", ",".join(map(str, threads)),
+                    "--configs", ",".join(configs), "--report", str(report)]
+            print(f"OSEM round {r + 1}/{rounds} at {p} rank(s), threads per rank {threads} ...",
+                  file=sys.stderr, flush=True)
+            got = run_worker_report(p, argv, report)
+            if p not in figures:
+                figures[p] = got
+                continue
+            for key, runs in got["runs"].items():
+                figures[p]["runs"][key].extend(runs)
+            for key, digest in got["digests"].items():  # another image: the check says NO
+                if figures[p]["digests"][key] != digest:
+                    figures[p]["digests"][key] = f"round {r + 1} differs"
+    osem_threads.report_figures(figures, layouts, configs, events, rounds,
                                 time.perf_counter() - t0)
     return figures
 
@@ -702,7 +719,7 @@ def main() -> None:
     figures: dict[int, Any] = {}
     if not args.no_osem:
         print()
-        figures = osem_fig5a(osem_layouts, args.quick)
+        figures = osem_fig5a(osem_layouts, args.quick, repeats)
     path = args.chart
     chart(rows, figures, osem_layouts, path)
     print(f"\nchart: {path}")

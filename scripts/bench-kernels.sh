@@ -28,7 +28,7 @@ group() {
     proj) for i in 1 2 3; do run "proj$i" python bench/osem.py --projectors; done ;;
     fft) for i in 1 2 3; do run "fft$i" python bench/fft.py --repeats 1; done ;;
     threads) for i in 1 2 3; do run "threads$i" python bench/threads.py --repeats 3 --no-osem --chart "$out/threads$i.png"; done ;;
-    osem) for i in 1 2 3; do run "threads_osem$i" python bench/threads.py --quick --kernels label --chart "$out/threads_osem$i.png"; done ;;
+    osem) for i in 1 2 3; do run "threads_osem$i" python bench/threads.py --quick --kernels label --repeats 3 --chart "$out/threads_osem$i.png"; done ;;
     slicing) run slicing python bench/slicing.py --quick ;;
     serve) for i in 1 2 3; do run "serve$i" python bench/serve_load.py --quick; done ;;
     # 1 rank on 2 cores: the server's front end gets the core the rank leaves (not a target)

@@ -37,7 +37,7 @@ Examples
 from __future__ import annotations
 
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from numpy.typing import DTypeLike, NDArray
@@ -116,7 +116,7 @@ class SharedSum:
             raise ParameterError("dtype", f"dtype: expected an integer, floating or complex "
                                           f"type, got {dt}")
         self.dtype = dt.newbyteorder("=")
-        MPI = mpi()
+        api = mpi()
         ctx = context(comm)
         mine = (self.shape, self.dtype.str)
         seen = ctx.comm.allgather(mine)
@@ -127,18 +127,18 @@ class SharedSum:
         color = next(i for i, g in enumerate(ctx.nodes()) if ctx.rank in g)
         group = ctx.comm.Split(color, ctx.rank)
         try:
-            self._node: MPI.Intracomm = group.Split_type(MPI.COMM_TYPE_SHARED, key=ctx.rank)
+            self._node = api.Intracomm(group.Split_type(api.COMM_TYPE_SHARED, key=ctx.rank))
         finally:
             group.Free()
         node_rank, self.node_size = self._node.Get_rank(), self._node.Get_size()
-        self._leaders: MPI.Intracomm = ctx.comm.Split(0 if node_rank == 0 else MPI.UNDEFINED,
-                                                      ctx.rank)
+        self._leaders = api.Intracomm(ctx.comm.Split(0 if node_rank == 0 else api.UNDEFINED,
+                                                     ctx.rank))
         self._multi_node = self._node.allreduce(
-            self._leaders.Get_size() if node_rank == 0 else 0, op=MPI.MAX) > 1
+            self._leaders.Get_size() if node_rank == 0 else 0, op=api.MAX) > 1
         self._count = int(np.prod(self.shape, dtype=np.int64))
         seg = _padded(self._count * self.dtype.itemsize)
         result = seg if node_rank == 0 and self.node_size > 1 else 0
-        self._win: MPI.Win = MPI.Win.Allocate_shared(seg + result, self.dtype.itemsize,
+        self._win: MPI.Win = api.Win.Allocate_shared(seg + result, self.dtype.itemsize,
                                                      comm=self._node)
         self._win.Lock_all()
         self._arrays = [self._view(q, 0) for q in range(self.node_size)]
@@ -153,7 +153,9 @@ class SharedSum:
     def _view(self, node_rank: int, offset: int) -> NDArray[Any]:
         """``count`` elements of node rank ``node_rank``'s segment from byte ``offset``."""
         buf, _ = self._win.Shared_query(node_rank)
-        return np.frombuffer(buf, self.dtype, count=self._count, offset=offset)
+        view: NDArray[Any] = np.frombuffer(cast(Any, buf), self.dtype, count=self._count,
+                                           offset=offset)
+        return view
 
     def _run(self) -> tuple[int, int]:
         """The elements this rank adds: its share of the flat array."""

@@ -350,8 +350,8 @@ def osem(
                         ready = engine.prepare(sub, 0, times, k)
                     engine.backproject(ready, f, c_rank, times, k)
                     with times.timing(k, "backproject"):
-                        _on_team(team, lambda a, b, part=image_sum.part: np.copyto(
-                            part[a:b], c_rank[a:b]), grid.size)
+                        _on_team(team, lambda a, b: np.copyto(image_sum.part[a:b],
+                                                               c_rank[a:b]), grid.size)
                     ready = None
                     if mode == "blocking":
                         with times.timing(k, "allreduce"):
