@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from parvox.server.png import PNG_LEVELS, encode_png
+from parvox.server.png import PNG_LEVELS, STORE_SAVING, encode_png
 from tests.server._helpers import png_chunks
 
 RNG = np.random.default_rng(7)
@@ -23,6 +23,8 @@ IMAGES = {
     "grey 5x11": RNG.integers(0, 256, (5, 11), dtype=np.uint8),
     "grey16 3x17": RNG.integers(0, 65536, (3, 17), dtype=np.uint16),
     "grey 1 column": RNG.integers(0, 256, (9, 1), dtype=np.uint8),
+    "noise rgb 300x150 (stored: 3 blocks)": RNG.integers(0, 256, (300, 150, 3), dtype=np.uint8),
+    "grey 2x65534 (two whole stored blocks)": RNG.integers(0, 256, (2, 65534), dtype=np.uint8),
     "smooth rgb 64x96": np.stack(
         [*np.meshgrid(np.arange(64), np.arange(96), indexing="ij"), np.zeros((64, 96), int)],
         axis=-1,
@@ -78,3 +80,37 @@ def test_other_images_are_refused(pixels):
 def test_bad_levels_are_refused(level):
     with pytest.raises(ValueError, match="png_level"):
         encode_png(np.zeros((2, 2), np.uint8), level)
+
+
+def _stored_blocks(idat: bytes) -> list[int] | None:
+    """The sizes of the stored deflate blocks of a zlib stream, or None when it compresses."""
+    pos, sizes = 2, []
+    while True:
+        head = idat[pos]
+        if head >> 1 & 3:  # BTYPE 01 or 10: compressed
+            return None
+        size, check = struct.unpack("<HH", idat[pos + 1 : pos + 5])
+        assert size ^ check == 0xFFFF
+        sizes.append(size)
+        pos += 5 + size
+        if head & 1:
+            assert len(idat) == pos + 4  # the Adler-32 is all that follows
+            return sizes
+
+
+def test_data_that_does_not_compress_is_stored_and_smooth_data_is_compressed():
+    """A sample of every 16th row decides: noise is stored (the sample saves < STORE_SAVING),
+    smooth rows are compressed at the level asked; level 0 always stores."""
+    noise = IMAGES["noise rgb 300x150 (stored: 3 blocks)"]
+    smooth = np.repeat(IMAGES["smooth rgb 64x96"], 2, axis=0)  # 128 rows: sampled
+    filtered = 300 * (150 * 3 + 1)
+    for level in (1, 3, 6):
+        idat = png_chunks(encode_png(noise, level))[1][1]
+        assert _stored_blocks(idat) == [65535, 65535, filtered - 2 * 65535]
+        assert zlib.decompress(idat)[:1] == b"\x02"
+        assert _stored_blocks(png_chunks(encode_png(smooth, level))[1][1]) is None
+    assert _stored_blocks(png_chunks(encode_png(smooth, 0))[1][1]) == [128 * (96 * 3 + 1)]
+    # rows that save a few times the threshold are compressed
+    rows = RNG.integers(0, 256, (64, 300), dtype=np.uint8)
+    rows[:, : int(300 * 5 * STORE_SAVING)] = 0
+    assert _stored_blocks(png_chunks(encode_png(rows, 1))[1][1]) is None
