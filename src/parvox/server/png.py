@@ -105,7 +105,7 @@ def _stored(data: memoryview) -> list[bytes | memoryview]:
 def _deflate(filtered: np.ndarray, level: int) -> list[bytes | memoryview]:
     """The zlib stream of the ``(H, 1 + row bytes)`` filtered rows at ``level``, stored when
     ``level`` is 0 or a sample of the rows shows they do not compress."""
-    data = memoryview(filtered).cast("B")
+    data = filtered.data.cast("B")
     if level == 0:
         return _stored(data)
     if filtered.shape[0] >= 2 * _SAMPLE_EVERY:
