@@ -60,8 +60,11 @@ def parse_layouts(text: str) -> list[tuple[int, int]]:
 
 # ------------------------------------------------------------------ the MPI worker
 def worker(events_per_subset: int, repeats: int, threads: list[int], configs: list[str],
-           report: str) -> None:
-    """Run on every rank under mpiexec; rank 0 writes the figures as JSON to ``report``."""
+           report: str, first_round: int = 0) -> None:
+    """Run on every rank under mpiexec; rank 0 writes the figures as JSON to ``report``.
+
+    Round ``r`` runs the cases from the ``(first_round + r)``-th on, in a rotating order, so
+    that launches of one round each (``first_round`` counting them) still rotate."""
     from mpi4py import MPI
 
     from parvox.recon import cached_sensitivity, osem
@@ -77,7 +80,7 @@ def worker(events_per_subset: int, repeats: int, threads: list[int], configs: li
     for config, t in cases:
         osem(acq.events, acq.scanner, acq.grid, sens, subsets=SUBSETS, iterations=1,
              method="joseph", row_memory=4 << 30, threads=t, comm=comm, **CONFIGS[config])
-    for r in range(repeats):
+    for r in range(first_round, first_round + repeats):
         for config, t in cases[r % len(cases):] + cases[: r % len(cases)]:
             comm.Barrier()
             t0, cpu0 = time.perf_counter(), time.process_time()
@@ -108,6 +111,7 @@ def main() -> None:
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--threads", default="1", help=argparse.SUPPRESS)
     parser.add_argument("--report", help=argparse.SUPPRESS)
+    parser.add_argument("--first-round", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     events = args.events or (15_000 if args.quick else 40_000)
     repeats = args.repeats or (1 if args.quick else 2)
@@ -119,7 +123,8 @@ def main() -> None:
     if repeats < 1:
         parser.error(f"argument --repeats: must be >= 1, got {repeats}")
     if args.worker:
-        worker(events, repeats, [int(t) for t in args.threads.split(",")], configs, args.report)
+        worker(events, repeats, [int(t) for t in args.threads.split(",")], configs, args.report,
+               args.first_round)
         return
     try:
         layouts = parse_layouts(args.layouts)

@@ -491,7 +491,9 @@ def osem_fig5a(layouts: list[tuple[int, int]], quick: bool, rounds: int) -> dict
 
     Each of the ``rounds`` launches every rank count's job once (one timed pass after its
     untimed one), the rank counts in a rotating order: the 1-rank and the 2-rank runs
-    alternate, as the kernels' layouts do, so a drift of the machine's speed falls on both.
+    alternate, as the kernels' layouts do, so a drift of the machine's speed falls on both;
+    inside a job the order of the cases (configuration x threads) starts a ``1/rounds`` further
+    along every round (``--first-round``), as it rotates over the rounds of one job.
     The figures are the medians over the rounds; every round must give the same images."""
     import osem_threads
 
@@ -509,7 +511,7 @@ def osem_fig5a(layouts: list[tuple[int, int]], quick: bool, rounds: int) -> dict
             threads = sorted(set(by_ranks[p]))
             report = osem_threads.RESULTS / f"threads-{events}-{p}.json"
             argv = [osem_threads.__file__, "--worker", "--events", str(events), "--repeats",
-                    "1", "--threads", ",".join(map(str, threads)),
+                    "1", "--first-round", str(r * len(configs) * len(threads) // rounds), "--threads", ",".join(map(str, threads)),
                     "--configs", ",".join(configs), "--report", str(report)]
             print(f"OSEM round {r + 1}/{rounds} at {p} rank(s), threads per rank {threads} ...",
                   file=sys.stderr, flush=True)
