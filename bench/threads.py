@@ -494,7 +494,9 @@ def osem_fig5a(layouts: list[tuple[int, int]], quick: bool, rounds: int) -> dict
     alternate, as the kernels' layouts do, so a drift of the machine's speed falls on both;
     inside a job the order of the cases (configuration x threads) starts a ``1/rounds`` further
     along every round (``--first-round``), as it rotates over the rounds of one job.
-    The figures are the medians over the rounds; every round must give the same images."""
+    The figures are the medians over the rounds; every round must give the same images. Every
+    launch makes its own untimed pass first, so the OSEM part takes about twice a single
+    job's time per round."""
     import osem_threads
 
     events = 15_000 if quick else 40_000

@@ -109,10 +109,15 @@ def test_ranks_that_disagree_fail_together():
 
     comm = MPI.COMM_WORLD
     r = comm.Get_rank()
-    for shape, dtype in (((3, 4 + (r == 1)), np.float64), ((3, 4), np.float32 if r else np.float64)):
+    for shape, dtype, param in (((3, 4 + (r == 1)), np.float64, "shape"),
+                                ((3, 4), np.float32 if r == 1 else np.float64, "dtype")):
         with pytest.raises(AllRanksValueError) as info:
             SharedSum(shape, dtype)
-        assert info.value.rank == 1 and info.value.param == "shape"
+        assert info.value.rank == (0 if r == 1 else 1) and info.value.param == param
+    # a bad argument on one rank: that rank's ParameterError, the others' AllRanksValueError
+    with pytest.raises(ParameterError if r == 1 else AllRanksValueError) as info:
+        SharedSum((3, -4) if r == 1 else (3, 4))
+    assert info.value.param == "shape" and (r == 1 or info.value.rank == 1)
     with SharedSum(5) as shared:  # nothing was left half made
         shared.local[:] = 1
         assert shared.sum().tolist() == [comm.Get_size()] * 5
@@ -138,3 +143,35 @@ def test_close_frees_once_and_the_sum_refuses_after():
     assert shared.local.size == 0
     with pytest.raises(ValueError):
         shared.sum()
+
+
+@mpi_test(ranks=(1, 3), timeout=60)
+def test_a_failure_while_opening_frees_what_was_made():
+    """An error after the window exists (here: mapping the arrays) frees the window and the
+    communicators on every rank, and the next SharedSum works."""
+    import unittest.mock
+
+    from mpi4py import MPI
+
+    with unittest.mock.patch.object(SharedSum, "_view", side_effect=MemoryError("no pages")):
+        with pytest.raises(MemoryError):
+            SharedSum(10)
+    with SharedSum(10) as shared:
+        shared.local[:] = 2
+        assert shared.sum().tolist() == [2 * MPI.COMM_WORLD.Get_size()] * 10
+
+
+def test_an_error_of_this_rank_alone_leaves_the_window_open():
+    """Leaving the block with a rank's own error does not free (a collective the other ranks
+    may never join); an error raised on every rank does."""
+    from parvox.errors import AllRanksValueError
+
+    with pytest.raises(RuntimeError):
+        with SharedSum(3) as shared:
+            raise RuntimeError("this rank only")
+    assert shared.local.size == 3
+    shared.close()
+    with pytest.raises(AllRanksValueError):
+        with SharedSum(3) as shared:
+            raise AllRanksValueError("every rank", param="x")
+    assert shared.local.size == 0

@@ -110,6 +110,13 @@ def test_data_that_does_not_compress_is_stored_and_smooth_data_is_compressed():
         assert zlib.decompress(idat)[:1] == b"\x02"
         assert _stored_blocks(png_chunks(encode_png(smooth, level))[1][1]) is None
     assert _stored_blocks(png_chunks(encode_png(smooth, 0))[1][1]) == [128 * (96 * 3 + 1)]
+    # the two whole blocks of 2 x (65534 + 1) bytes; 31 noisy rows are not sampled
+    two = IMAGES["grey 2x65534 (two whole stored blocks)"]
+    assert _stored_blocks(png_chunks(encode_png(two, 0))[1][1]) == [65535, 65535]
+    unsampled = png_chunks(encode_png(noise[:31], 1))[1][1]
+    sampled = png_chunks(encode_png(noise[:32], 1))[1][1]
+    assert unsampled[:2] != b"\x78\x01"  # the compressor's own stream (it may store, too)
+    assert sampled[:2] == b"\x78\x01" and _stored_blocks(sampled) == [32 * 451]
     # rows that save a few times the threshold are compressed
     rows = RNG.integers(0, 256, (64, 300), dtype=np.uint8)
     rows[:, : int(300 * 5 * STORE_SAVING)] = 0

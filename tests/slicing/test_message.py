@@ -212,3 +212,32 @@ def test_the_calling_thread_runs_the_calls_no_pool_thread_started():
     assert [i for i, who in ran if who == me] == [3, 2, 1]
     assert [who.startswith("pool") for i, who in ran if i == 0] == [True]
     assert _KernelCalls(None).results() == []
+
+
+def test_a_failing_call_leaves_no_pool_call_running():
+    """When a call raises, the error leaves only after the pool's started call has ended and
+    the calls not started are cancelled."""
+    import concurrent.futures as cf
+    import threading
+
+    from parvox.slicing.source import _KernelCalls
+
+    release, started, finished = threading.Event(), threading.Event(), threading.Event()
+
+    def slow() -> None:
+        started.set()
+        release.wait(10)
+        finished.set()
+
+    def fail() -> None:
+        raise RuntimeError("kernel failed")
+
+    with cf.ThreadPoolExecutor(1) as pool:
+        calls = _KernelCalls(pool)
+        calls.add(slow)
+        assert started.wait(10)
+        calls.add(fail)  # pending: the caller runs it, and it raises
+        threading.Timer(0.2, release.set).start()
+        with pytest.raises(RuntimeError, match="kernel failed"):
+            calls.results()
+        assert finished.is_set()

@@ -14,10 +14,17 @@ How the sum runs:
 
 1. every rank of a node stops at a barrier, so the node's arrays are complete;
 2. node rank ``k`` of ``P`` adds run ``k`` of the elements
-   (:func:`parvox.decomposition.split_extent`) over arrays ``0, 1, ..., P - 1`` in that order, in 1 MiB blocks, into the
-   node's result;
-3. across nodes the first rank of each node all-reduces the node's result with the others'
-   (:func:`parvox.collectives.allreduce`); every rank then waits at a second barrier.
+   (:func:`parvox.decomposition.split_extent`) over arrays ``0, 1, ..., P - 1`` in that
+   order, in 1 MiB blocks, into the node's result; a second barrier, and the node's sum is
+   complete;
+3. with several nodes, the first rank of each all-reduces its node's result with the others'
+   (:func:`parvox.collectives.allreduce` on the leaders, one rank per node, with this
+   communicator's algorithm, timeout and checks), and a third barrier lets the node's ranks
+   read it.
+
+Memory: each node holds ``P + 1`` arrays (the ranks' and the result; ``P`` when ``P`` is 1) in
+shared memory, ``/dev/shm`` on Linux: 144 MiB for a 48 MiB image at 2 ranks. A container's
+small ``/dev/shm`` (Docker's default is 64 MiB) is then too small.
 
 The nodes are the collectives' (:func:`parvox.collectives.configure` ``ranks_per_node``, or the
 ranks MPI reports to share memory), each cut further where its ranks do not in fact share
@@ -36,6 +43,7 @@ Examples
 
 from __future__ import annotations
 
+import mmap
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, cast
 
@@ -46,7 +54,7 @@ from parvox._validate import parse_shape
 from parvox.collectives._context import context
 from parvox.collectives._mpi import mpi
 from parvox.decomposition import split_extent
-from parvox.errors import AllRanksValueError, ParameterError
+from parvox.errors import AllRanksError, AllRanksValueError, ParameterError
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -57,13 +65,29 @@ __all__ = ["BLOCK_BYTES", "SharedSum"]
 #: node's arrays are added into it one after another)
 BLOCK_BYTES = 1 << 20
 
-_PAGE = 4096
+_PAGE = mmap.PAGESIZE
 
 
 def _padded(nbytes: int) -> int:
     """``nbytes`` rounded up to whole pages (at least one): the ranks' arrays never share a
-    page, and each starts aligned."""
+    page (and each starts page-aligned where MPI aligns the window, as MPICH does)."""
     return max(_PAGE, -(-nbytes // _PAGE) * _PAGE)
+
+
+def _parse(shape: Any, dtype: DTypeLike) -> tuple[tuple[int, ...], np.dtype[Any]]:
+    """``shape`` (an int for one axis) and ``dtype`` (integer, floating or complex, in native
+    byte order), or a :class:`ParameterError` naming the one at fault."""
+    if isinstance(shape, int | np.integer) and not isinstance(shape, bool):
+        shape = (shape,)
+    parsed = parse_shape(shape, "shape", min_size=0)
+    try:
+        dt = np.dtype(dtype)
+    except TypeError as exc:
+        raise ParameterError("dtype", f"dtype: not a data type: {dtype!r}") from exc
+    if dt.kind not in "iufc":
+        raise ParameterError("dtype", f"dtype: expected an integer, floating or complex type, "
+                                      f"got {dt}")
+    return parsed, dt.newbyteorder("=")
 
 
 class SharedSum:
@@ -103,27 +127,46 @@ class SharedSum:
     [1, 2, 3, 4]
     """
 
+    _node: MPI.Intracomm
+    _leaders: MPI.Intracomm
+    _win: MPI.Win
+
     def __init__(self, shape: Any, dtype: DTypeLike = np.float64,
                  comm: MPI.Intracomm | None = None) -> None:
-        if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
-            shape = (shape,)
-        self.shape = parse_shape(shape, "shape", min_size=0)
-        try:
-            dt = np.dtype(dtype)
-        except TypeError as exc:
-            raise ParameterError("dtype", f"dtype: not a data type: {dtype!r}") from exc
-        if dt.kind not in "iufc":
-            raise ParameterError("dtype", f"dtype: expected an integer, floating or complex "
-                                          f"type, got {dt}")
-        self.dtype = dt.newbyteorder("=")
         api = mpi()
         ctx = context(comm)
-        mine = (self.shape, self.dtype.str)
-        seen = ctx.comm.allgather(mine)
-        if any(s != mine for s in seen):
-            bad = next(r for r, s in enumerate(seen) if s != seen[0])
-            raise AllRanksValueError(f"shape, dtype: rank {bad} asked for {seen[bad]}, rank 0 "
-                                     f"for {seen[0]}", rank=bad, param="shape")
+        # checked on every rank, then agreed on: a rank with a bad argument raises its
+        # ParameterError, the others an AllRanksValueError naming it (nobody waits)
+        error: ParameterError | None = None
+        try:
+            self.shape, self.dtype = _parse(shape, dtype)
+            mine: Any = (self.shape, self.dtype.str)
+        except ParameterError as exc:
+            error, mine = exc, (exc.param, str(exc))
+        seen = ctx.comm.allgather((error is None, mine))
+        if error is not None:
+            raise error
+        if not all(ok for ok, _ in seen):
+            bad = next(r for r, (ok, _) in enumerate(seen) if not ok)
+            raise AllRanksValueError(f"rank {bad}: {seen[bad][1][1]}", rank=bad,
+                                     param=seen[bad][1][0])
+        if any(got != mine for _, got in seen):
+            bad = next(r for r, (_, got) in enumerate(seen) if got != mine)
+            param = "shape" if seen[bad][1][0] != self.shape else "dtype"
+            raise AllRanksValueError(f"{param}: rank {bad} asked for {seen[bad][1]}, rank "
+                                     f"{ctx.rank} for {mine}", rank=bad, param=param)
+        self._count = int(np.prod(self.shape, dtype=np.int64))
+        self._closed = True  # until everything below exists
+        try:
+            self._open(api, ctx)
+        except BaseException:
+            self._free()
+            raise
+        self._closed = False
+
+    def _open(self, api: Any, ctx: Any) -> None:
+        """The node's communicator, the leaders' (configured: one rank per node, this
+        communicator's timeout and checks) and the window, the arrays mapped."""
         color = next(i for i, g in enumerate(ctx.nodes()) if ctx.rank in g)
         group = ctx.comm.Split(color, ctx.rank)
         try:
@@ -133,14 +176,17 @@ class SharedSum:
         node_rank, self.node_size = self._node.Get_rank(), self._node.Get_size()
         self._leaders = api.Intracomm(ctx.comm.Split(0 if node_rank == 0 else api.UNDEFINED,
                                                      ctx.rank))
+        if self._leaders != api.COMM_NULL:
+            from parvox.collectives import configure
+
+            configure(self._leaders, algorithm=ctx.algorithm, ranks_per_node=1,
+                      timeout=ctx.timeout or 0, check=ctx.check)
         self._multi_node = self._node.allreduce(
             self._leaders.Get_size() if node_rank == 0 else 0, op=api.MAX) > 1
-        self._count = int(np.prod(self.shape, dtype=np.int64))
         seg = _padded(self._count * self.dtype.itemsize)
         result = seg if node_rank == 0 and self.node_size > 1 else 0
-        self._win: MPI.Win = api.Win.Allocate_shared(seg + result, self.dtype.itemsize,
-                                                     comm=self._node)
-        self._win.Lock_all()
+        self._win = api.Win.Allocate_shared(seg + result, self.dtype.itemsize, comm=self._node)
+        self._win.Lock_all(api.MODE_NOCHECK)
         self._arrays = [self._view(q, 0) for q in range(self.node_size)]
         self.local = self._arrays[node_rank].reshape(self.shape)
         self.local[...] = 0  # this rank maps its own pages
@@ -148,7 +194,6 @@ class SharedSum:
         if self.node_size > 1:
             lo, hi = self._run()
             self._result[lo:hi] = 0  # the pages of this rank's run, mapped by the rank that adds
-        self._closed = False
 
     def _view(self, node_rank: int, offset: int) -> NDArray[Any]:
         """``count`` elements of node rank ``node_rank``'s segment from byte ``offset``."""
@@ -210,17 +255,29 @@ class SharedSum:
         if self._closed:
             return
         self._closed = True
+        self._free()
+
+    def _free(self) -> None:
+        """Free what :meth:`_open` made, as far as it got."""
         self._arrays, self._result = [], np.empty(0, self.dtype)
         self.local = np.zeros(0, self.dtype)  # no view of the freed window is left here
-        self._win.Unlock_all()
-        self._win.Free()
-        self._node.Free()
-        if self._leaders != mpi().COMM_NULL:
-            self._leaders.Free()
+        null = mpi().COMM_NULL
+        win = self.__dict__.pop("_win", None)
+        if win is not None:
+            win.Unlock_all()
+            win.Free()
+        for name in ("_node", "_leaders"):
+            comm = self.__dict__.pop(name, None)
+            if comm is not None and comm != null:
+                comm.Free()
 
     def __enter__(self) -> SharedSum:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
                  tb: TracebackType | None) -> None:
-        self.close()
+        """Close, except while an error of this rank alone leaves the block: freeing the
+        window waits for every rank of the node, and the others may never come (the error
+        would then hang the job instead of ending it); the window goes with the process."""
+        if value is None or isinstance(value, AllRanksError):
+            self.close()

@@ -80,6 +80,8 @@ from parvox.recon.timing import PHASES, SubsetTimes, eq2_check
 from parvox.threads import ThreadTeam, resolve_threads
 
 if TYPE_CHECKING:
+    from types import TracebackType
+
     from mpi4py import MPI
 
 __all__ = ["DEFAULT_ITERATIONS", "DEFAULT_POSTFILTER", "DEFAULT_SUBSETS", "MODES", "PROGRESS",
@@ -411,9 +413,11 @@ class _ImageSum:
     def __enter__(self) -> _ImageSum:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        if self.shared is not None:
-            self.shared.close()
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self.shared is not None:  # (not freed while one rank's own error leaves)
+            self.shared.__exit__(kind, value, tb)
+            self.part = np.zeros(0, self.part.dtype)  # no view of the window is kept
 
 
 def _on_team(team: ThreadTeam, work: Callable[[int, int], Any], n: int) -> None:

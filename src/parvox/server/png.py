@@ -14,7 +14,8 @@ Slice server):
   6), 4-9 are zlib's own levels, and 0 stores the bytes in deflate's uncompressed blocks;
 - data that does not compress is stored: before compressing, every 16th filtered row is
   compressed at ``level``, and when that saves less than :data:`STORE_SAVING` of the sample
-  the whole image is stored instead. A noisy slice (the RGB phantom's texture, camera noise)
+  the whole image is stored instead (an image of fewer than 32 rows is not sampled: it is
+  compressed). A noisy slice (the RGB phantom's texture, camera noise)
   costs ISA-L about 1 ms per 512x512 RGB image for nothing; the sample costs a sixteenth of
   that, storing a copy. A smooth slice compresses at ISA-L's speed on smooth data (0.1 ms);
 - one ``IHDR``, one ``IDAT``, one ``IEND`` chunk, each with its CRC-32, written with one copy

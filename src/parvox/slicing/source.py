@@ -147,16 +147,26 @@ class _KernelCalls:
         return len(self._calls)
 
     def results(self) -> list[Any]:
-        """Every call's result, in the order they were added."""
+        """Every call's result, in the order they were added.
+
+        When a call raises, the calls not started are cancelled and the started ones waited
+        for before the error leaves: no pool thread still writes into the caller's buffers.
+        """
         if self.pool is None:
             return self._calls
+        futures = [call[0] for call in self._calls]
         done: dict[int, Any] = {}
-        for i in range(len(self._calls) - 1, -1, -1):
-            future, func, args, kwargs = self._calls[i]
-            if future.cancel():  # not started by a pool thread: this thread runs it
-                done[i] = func(*args, **kwargs)
-        return [done[i] if i in done else call[0].result()
-                for i, call in enumerate(self._calls)]
+        try:
+            for i in range(len(self._calls) - 1, -1, -1):
+                future, func, args, kwargs = self._calls[i]
+                if future.cancel():  # not started by a pool thread: this thread runs it
+                    done[i] = func(*args, **kwargs)
+            return [done[i] if i in done else futures[i].result() for i in range(len(futures))]
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            cf.wait(futures)
+            raise
 
 
 def _even_work(ranges: np.ndarray, parts: int) -> list[tuple[int, int]]:
