@@ -40,9 +40,19 @@ Prints a table (requests, requests/s, latency p50/p99, MB/s, busy answers, error
 rate), the CPU seconds of the client process (and the mean bytes of a slice) and of each rank
 on this host during the load (and minor page faults per slice; then by thread: ``main`` runs
 HTTP on rank 0, ``dispatch`` splits, merges and encodes, ``slice-extract`` and ``slice-read``
-are the stages, ``dataflow-comm`` the messages), the engine-only rate of the same planes (needs ``--store``),
-the line ``ratio: server/engine slices per s = X`` and, last, ``errors: K`` (``errors: 0``
-when every request got its slice).
+are the stages, ``dataflow-comm`` the messages), the host's idle share during the load
+(``/proc/stat``), the engine-only rate of the same planes (needs ``--store``) with each rank's
+time to its parts ready, the line ``ratio: server/engine slices per s = X`` and, last,
+``errors: K`` (``errors: 0`` when every request got its slice).
+
+For PNG and JPEG on a local server it also prints a **ceiling**: the ratio a server would
+reach on this host's cores if its only work per slice were the engine's (the sum of the
+ranks' times to parts ready: the split, the reads and the extraction, where the engine splits
+on every rank; its root's merge not counted) plus what the engine never does, as measured in
+the same run (rank 0's main thread, which runs HTTP; the client's CPU; an answered slice
+encoded again by the server's encoder), with no cost of its own and no idle core. The
+measured ratio's distance below it is the server's own cost: its threads' hand-offs, its
+messages and its idle time.
 """
 
 from __future__ import annotations
@@ -243,8 +253,9 @@ async def warm_up(url: str, make, queries: list[str], clients: int) -> int:
 # -- the engine alone ------------------------------------------------------------------------
 def engine_worker(store: str, queries: str, result: str, seconds: float) -> None:
     """Under mpiexec: one untimed pass over the queries' planes, then timed passes until
-    ``seconds`` have passed (at least one); rank 0 writes the rate and the median slice's
-    time."""
+    ``seconds`` have passed (at least one); rank 0 writes the rate, the median slice's
+    time and each rank's mean time to its parts ready (``SliceEngine.stats.seconds``: the
+    split, the reads and the extraction, before the gather)."""
     from mpi4py import MPI
 
     from parvox.slicing import SliceEngine
@@ -256,6 +267,7 @@ def engine_worker(store: str, queries: str, result: str, seconds: float) -> None
         for p in ps:  # compiled kernels, threads, the extent caches
             eng.extract(p)
         times: list[float] = []
+        ready: list[float] = []
         comm.Barrier()
         t0 = time.perf_counter()
         more = True
@@ -264,18 +276,22 @@ def engine_worker(store: str, queries: str, result: str, seconds: float) -> None
                 t1 = time.perf_counter()
                 eng.extract(p)
                 times.append(time.perf_counter() - t1)
+                ready.append(eng.stats.seconds)
             more = comm.bcast(time.perf_counter() - t0 < seconds, root=0)
         comm.Barrier()
         dt = time.perf_counter() - t0
+    ready_by_rank = comm.gather(float(np.mean(ready)), root=0)
     if comm.Get_rank() == 0:
         Path(result).write_text(json.dumps({"slices": len(times), "seconds": dt,
-                                            "median": float(np.median(times))}))
+                                            "median": float(np.median(times)),
+                                            "ready": ready_by_rank}))
 
 
 def engine_rate(store: str, nprocs: int, queries: list[str],
-                seconds: float) -> tuple[float, float]:
+                seconds: float) -> tuple[float, float, list[float]]:
     """Slices/s of the engine alone on ``queries`` at ``nprocs`` ranks (warm, passes over
-    them for ``seconds``): over the timed passes, and one over the median slice's time."""
+    them for ``seconds``): over the timed passes, one over the median slice's time, and each
+    rank's mean seconds to its parts ready (:func:`engine_worker`)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from _shared import run_worker_report
 
@@ -286,7 +302,7 @@ def engine_rate(store: str, nprocs: int, queries: list[str],
                 "--queries", str(work / "q.json"), "--result", str(work / "r.json"),
                 "--engine-seconds", str(seconds)]
         r = run_worker_report(nprocs, argv, work / "r.json", echo=True)
-    return r["slices"] / r["seconds"], 1.0 / r["median"]
+    return r["slices"] / r["seconds"], 1.0 / r["median"], r["ready"]
 
 
 # -- the server ------------------------------------------------------------------------------
@@ -303,6 +319,60 @@ def rank_counters(pids: list[int]) -> list[tuple[int, float, float]] | None:
             return None
         out.append((int(f[7]), int(f[11]) / tick, int(f[12]) / tick))
     return out
+
+
+def host_jiffies() -> tuple[int, int] | None:
+    """``(idle, total)`` CPU time of the whole host so far, in clock ticks (``/proc/stat``;
+    iowait counts as idle, a guest's time is inside user time); ``None`` where it cannot be
+    read."""
+    try:
+        with open("/proc/stat", encoding="ascii") as fh:
+            ticks = [int(x) for x in fh.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    return ticks[3] + ticks[4], sum(ticks)
+
+
+def encode_ms(body: bytes, fmt: str, png_level: int, repeats: int = 20) -> float:
+    """Median milliseconds the server's encoder (:func:`parvox.server.imaging.encode_image`)
+    takes to encode again the image of ``body``, a PNG or JPEG slice it answered (one untimed
+    call first)."""
+    import io
+
+    from PIL import Image
+
+    from parvox.server.imaging import encode_image
+
+    pixels = np.asarray(Image.open(io.BytesIO(body)))
+    times = []
+    for _ in range(repeats + 1):
+        t0 = time.perf_counter()
+        encode_image(pixels, fmt, png_level=png_level)
+        times.append(time.perf_counter() - t0)
+    return 1e3 * float(np.median(times[1:]))
+
+
+def served_png_level(serve_args: list[str]) -> int:
+    """The ``--png-level`` among the server's options (the server's default without one)."""
+    from parvox.server.imaging import DEFAULT_PNG_LEVEL
+
+    ap = argparse.ArgumentParser(add_help=False)
+    ap.add_argument("--png-level", type=int, default=DEFAULT_PNG_LEVEL)
+    return ap.parse_known_args(serve_args)[0].png_level
+
+
+def ceiling(cores: int, engine_rate: float, engine_work: float, extra: float) -> float:
+    """The highest server/engine ratio ``cores`` cores allow: a server whose only work per
+    slice was the engine's (``engine_work`` seconds, its ranks' busy time) plus ``extra``
+    seconds of what the engine never does (HTTP, the client, the encoding), with no cost of
+    its own and no core ever idle, would answer ``cores / (engine_work + extra)`` slices/s.
+
+    Examples
+    --------
+    >>> round(ceiling(2, engine_rate=200.0, engine_work=0.008, extra=0.002), 3)
+    1.0
+    """
+    return cores / (engine_work + extra) / engine_rate
 
 
 def thread_cpu(pid: int) -> dict[str, tuple[str, float]]:
@@ -413,7 +483,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.store is None and args.url is None:
             args.store = quick_store(Path(args.workdir))
     server = None
-    first: list[float] = []  # the engine's rate before the server (warm planes, -n ranks)
+    # the engine's rate and its ranks' seconds to parts ready, before the server (warm planes)
+    first: list[tuple[float, list[float]]] = []
     if args.url is None:
         if args.store is None:
             ap.error("give --url, --store or --quick")
@@ -421,8 +492,9 @@ def main(argv: list[str] | None = None) -> int:
             from parvox.volume import VolumeStore
 
             shape = VolumeStore(args.store).meta.shape
-            first.append(engine_rate(args.store, args.n, warm_queries(
-                shape, args.nplanes, args.size, args.format), args.engine_seconds)[0])
+            rate, _, ready = engine_rate(args.store, args.n, warm_queries(
+                shape, args.nplanes, args.size, args.format), args.engine_seconds)
+            first.append((rate, ready))
         server = start_server(args.store, args.n, args.serve_args.split())
         args.url = server.url
     make = CLIENTS[args.client]
@@ -436,12 +508,21 @@ def main(argv: list[str] | None = None) -> int:
         pids = [r["pid"] for r in get_json(args.url + "/api/stats")["ranks"] if r.get("pid")]
         before = rank_counters(pids)
         threads_before = [thread_cpu(pid) for pid in pids]
+        host_before = host_jiffies()
         c0, t0 = time.process_time(), time.perf_counter()
         out = asyncio.run(load(args.url, lambda: make(args.url), streams, args.seconds))
         wall, client_cpu = time.perf_counter() - t0, time.process_time() - c0
+        host_after = host_jiffies()
         after = rank_counters(pids)
         threads_after = [thread_cpu(pid) for pid in pids]
         stats = get_json(args.url + "/api/stats")
+        answered = next((o[3] for o in out if o[1] == 200), None)
+        encoding = None  # ms to encode an answered slice again, as the server does
+        if answered is not None and args.format in ("png", "jpeg"):
+            import httpx
+
+            body = httpx.get(f"{args.url}/api/slice?{answered}", timeout=60).content
+            encoding = encode_ms(body, args.format, served_png_level(args.serve_args.split()))
     finally:
         if server is not None:
             server.stop()
@@ -466,6 +547,7 @@ def main(argv: list[str] | None = None) -> int:
     nok = max(int(ok.sum()), 1)
     print(f"client ({args.client}): CPU {client_cpu:.2f} s, {1e3 * client_cpu / nok:.2f} ms "
           f"per slice; {nbytes / nok / 1e3:.1f} kB per slice")
+    http = None  # rank 0's main thread (HTTP), CPU seconds per slice
     if before is not None and after is not None:
         for r, (b, a) in enumerate(zip(before, after, strict=True)):
             cpu = a[1] - b[1] + a[2] - b[2]
@@ -473,9 +555,15 @@ def main(argv: list[str] | None = None) -> int:
                   f"{1e3 * cpu / nok:.2f} ms per slice, {(a[0] - b[0]) / nok:.0f} minor page "
                   "faults per slice")
             groups = thread_groups(threads_before[r], threads_after[r], pids[r])
+            if r == 0 and "main" in groups:
+                http = groups["main"] / nok
             if groups:
                 print(f"  rank {r} threads, CPU ms per slice: " + ", ".join(
                     f"{name} {1e3 * sec / nok:.2f}" for name, sec in groups.items() if sec > 0))
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    if host_before is not None and host_after is not None:
+        idle, total = (a - b for a, b in zip(host_after, host_before, strict=True))
+        print(f"host: {cores} cores, {100 * idle / max(total, 1):.1f} % idle during the load")
     sends = [r.get("messages", {}) for r in stats["ranks"]]
     print("dataflow messages / MPI sends per rank: "
           + ", ".join(f"{m.get('sent', 0)}/{m.get('mpi_sends', 0)}" for m in sends))
@@ -487,12 +575,25 @@ def main(argv: list[str] | None = None) -> int:
         print(f"engine only: not measured ({why})")
         print("ratio: server/engine slices per s = nan")
     else:
-        last, median = engine_rate(args.store, nranks, queries, args.engine_seconds)
-        rate = float(np.mean([*first, last]))
-        runs = (f"{first[0]:.1f} before the server, {last:.1f} after it ({median:.1f} by its "
+        last, median, ready = engine_rate(args.store, nranks, queries, args.engine_seconds)
+        rate = float(np.mean([f[0] for f in first] + [last]))
+        runs = (f"{first[0][0]:.1f} before the server, {last:.1f} after it ({median:.1f} by its "
                 f"median slice)" if first else f"{last:.1f} ({median:.1f} by the median slice)")
         print(f"engine only, the same {len(queries)} planes at {nranks} ranks, warm, one at a "
               f"time: {rate:.1f} slices/s; {runs}; load average {os.getloadavg()[0]:.1f}")
+        # each rank's time to its parts ready, the mean of the engine's runs
+        ready_ms = 1e3 * np.mean([f[1] for f in first] + [ready], axis=0)
+        print("engine, each rank's time to its parts ready (split, reads, extraction), ms per "
+              "slice: " + ", ".join(f"rank {r} {t:.2f}" for r, t in enumerate(ready_ms)))
+        if http is not None and encoding is not None:
+            work, client_ms = float(ready_ms.sum()), 1e3 * client_cpu / nok
+            top = ceiling(cores, rate, work / 1e3, (1e3 * http + client_ms + encoding) / 1e3)
+            print(f"ceiling on {cores} cores: {cores} / (the engine's work {work:.2f} ms per "
+                  f"slice, its ranks' time to parts ready, the root's merge not counted, + "
+                  f"HTTP {1e3 * http:.2f} ms, rank 0's main thread, + the client "
+                  f"{client_ms:.2f} ms + {args.format} encoding {encoding:.2f} ms, an answered "
+                  f"slice encoded again) / the engine's {rate:.1f} slices/s = {top:.3f} (a "
+                  "server with no cost of its own and no core ever idle)")
         print(f"compared: the server's answered {args.format} slices/s (HTTP, merge and "
               "encoding included) against the engine's slices/s over its timed passes"
               f"{' (the mean of its runs before and after the server)' if first else ''}")
