@@ -561,7 +561,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  rank {r} threads, CPU ms per slice: " + ", ".join(
                     f"{name} {1e3 * sec / nok:.2f}" for name, sec in groups.items() if sec > 0))
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    if host_before is not None and host_after is not None:
+    if None not in (host_before, host_after, before, after):  # (ranks on this host)
         idle, total = (a - b for a, b in zip(host_after, host_before, strict=True))
         print(f"host: {cores} cores, {100 * idle / max(total, 1):.1f} % idle during the load")
     sends = [r.get("messages", {}) for r in stats["ranks"]]
