@@ -1,4 +1,4 @@
-"""What the benchmarks share: their MPI worker and their charts.
+"""What the benchmarks share: their MPI worker, their charts and a median timing.
 
 Each benchmark script re-runs itself under ``mpiexec -n N ... --worker`` with one thread per
 rank for the numeric libraries (so ranks, not threads, share the cores) and reads the figures
@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -58,3 +60,14 @@ def save_figure(fig: Any, path: str | os.PathLike[str], dpi: int = 120) -> None:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=dpi)
     plt.close(fig)
+
+
+def median_ms(call: Callable[[], Any], repeats: int) -> float:
+    """Median milliseconds of ``repeats`` calls of ``call`` (after one untimed call)."""
+    call()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - t0)
+    return 1e3 * statistics.median(times)

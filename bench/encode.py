@@ -23,12 +23,10 @@ from __future__ import annotations
 
 import argparse
 import io
-import statistics
-import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from _shared import median_ms
 
 
 def slices(size: int) -> dict[str, np.ndarray]:
@@ -38,17 +36,6 @@ def slices(size: int) -> dict[str, np.ndarray]:
     smooth = Phantom((size, size, size), rgb=True).read_slab(size // 2, size // 2 + 1)[0]
     noise = np.random.default_rng(0).integers(0, 256, smooth.shape, dtype=np.uint8)
     return {"smooth": smooth, "noisy": smooth + noise}  # uint8 wraps: every byte random
-
-
-def median_ms(call: Callable[[], Any], repeats: int) -> float:
-    """Median milliseconds of ``repeats`` calls of ``call`` (after one untimed call)."""
-    call()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - t0)
-    return 1e3 * statistics.median(times)
 
 
 def measure(img: np.ndarray, repeats: int) -> dict[str, Any]:

@@ -343,13 +343,11 @@ def encode_ms(body: bytes, fmt: str, png_level: int, repeats: int = 20) -> float
 
     from parvox.server.imaging import encode_image
 
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _shared import median_ms
+
     pixels = np.asarray(Image.open(io.BytesIO(body)))
-    times = []
-    for _ in range(repeats + 1):
-        t0 = time.perf_counter()
-        encode_image(pixels, fmt, png_level=png_level)
-        times.append(time.perf_counter() - t0)
-    return 1e3 * float(np.median(times[1:]))
+    return median_ms(lambda: encode_image(pixels, fmt, png_level=png_level), repeats)
 
 
 def served_png_level(serve_args: list[str]) -> int:
@@ -581,19 +579,19 @@ def main(argv: list[str] | None = None) -> int:
                 f"median slice)" if first else f"{last:.1f} ({median:.1f} by the median slice)")
         print(f"engine only, the same {len(queries)} planes at {nranks} ranks, warm, one at a "
               f"time: {rate:.1f} slices/s; {runs}; load average {os.getloadavg()[0]:.1f}")
-        # each rank's time to its parts ready, the mean of the engine's runs
-        ready_ms = 1e3 * np.mean([f[1] for f in first] + [ready], axis=0)
+        # each rank's seconds to its parts ready, the mean of the engine's runs
+        ready_s = np.mean([f[1] for f in first] + [ready], axis=0)
         print("engine, each rank's time to its parts ready (split, reads, extraction), ms per "
-              "slice: " + ", ".join(f"rank {r} {t:.2f}" for r, t in enumerate(ready_ms)))
+              "slice: " + ", ".join(f"rank {r} {1e3 * t:.2f}" for r, t in enumerate(ready_s)))
         if http is not None and encoding is not None:
-            work, client_ms = float(ready_ms.sum()), 1e3 * client_cpu / nok
-            top = ceiling(cores, rate, work / 1e3, (1e3 * http + client_ms + encoding) / 1e3)
-            print(f"ceiling on {cores} cores: {cores} / (the engine's work {work:.2f} ms per "
-                  f"slice, its ranks' time to parts ready, the root's merge not counted, + "
+            work, client = float(ready_s.sum()), client_cpu / nok
+            top = ceiling(cores, rate, work, http + client + encoding / 1e3)
+            print(f"ceiling on {cores} cores: {cores} / (the engine's work {1e3 * work:.2f} ms "
+                  f"per slice, its ranks' time to parts ready, the root's merge not counted, + "
                   f"HTTP {1e3 * http:.2f} ms, rank 0's main thread, + the client "
-                  f"{client_ms:.2f} ms + {args.format} encoding {encoding:.2f} ms, an answered "
-                  f"slice encoded again) / the engine's {rate:.1f} slices/s = {top:.3f} (a "
-                  "server with no cost of its own and no core ever idle)")
+                  f"{1e3 * client:.2f} ms + {args.format} encoding {encoding:.2f} ms, an "
+                  f"answered slice encoded again) / the engine's {rate:.1f} slices/s = "
+                  f"{top:.3f} (a server with no cost of its own and no core ever idle)")
         print(f"compared: the server's answered {args.format} slices/s (HTTP, merge and "
               "encoding included) against the engine's slices/s over its timed passes"
               f"{' (the mean of its runs before and after the server)' if first else ''}")
