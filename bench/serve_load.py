@@ -45,7 +45,8 @@ are the stages, ``dataflow-comm`` the messages), the host's idle share during th
 time to its parts ready, the line ``ratio: server/engine slices per s = X`` and, last,
 ``errors: K`` (``errors: 0`` when every request got its slice).
 
-For PNG and JPEG on a local server it also prints a **ceiling**: the ratio a server would
+For PNG and JPEG on a local server, with no more ranks than cores, it also prints a
+**ceiling**: the ratio a server would
 reach on this host's cores if its only work per slice were the engine's (the sum of the
 ranks' times to parts ready: the split, the reads and the extraction, where the engine splits
 on every rank; its root's merge not counted) plus what the engine never does, as measured in
@@ -583,7 +584,10 @@ def main(argv: list[str] | None = None) -> int:
         ready_s = np.mean([f[1] for f in first] + [ready], axis=0)
         print("engine, each rank's time to its parts ready (split, reads, extraction), ms per "
               "slice: " + ", ".join(f"rank {r} {1e3 * t:.2f}" for r, t in enumerate(ready_s)))
-        if http is not None and encoding is not None:
+        if nranks > cores:  # the ranks' times to parts ready hold their waits for a core
+            print(f"ceiling: not computed ({nranks} ranks on {cores} cores: a rank's time to "
+                  "its parts ready is not its work)")
+        elif http is not None and encoding is not None:
             work, client = float(ready_s.sum()), client_cpu / nok
             top = ceiling(cores, rate, work, http + client + encoding / 1e3)
             print(f"ceiling on {cores} cores: {cores} / (the engine's work {1e3 * work:.2f} ms "
