@@ -248,11 +248,13 @@ def test_block_refs_refuse_to_travel_to_another_process():
         pickle.dumps(refs)
 
 
-@pytest.mark.parametrize(("dtype", "rgb"), [("uint8", False), ("uint8", True), ("int32", False)])
+@pytest.mark.parametrize(("dtype", "rgb"), [("uint8", False), ("uint8", True), ("int16", False),
+                                           ("uint16", False), ("int32", False)])
 def test_kernel_rounds_as_finish_slice(tmp_path, dtype, rgb):
     """A ``rounded`` message places the float32 message's slice rounded by
     :func:`finish_slice` (ties to even, clipped: int32's maximum rounds above itself as
-    float32), bit for bit, from a quarter (uint8) of the bytes."""
+    float32), bit for bit, from a quarter (uint8) of the bytes; 8- and 16-bit dtypes take
+    the kernel's clip-then-round path, int32 its round-then-clip one."""
     from mpi4py import MPI
 
     from parvox.slicing import SliceSource
@@ -261,7 +263,7 @@ def test_kernel_rounds_as_finish_slice(tmp_path, dtype, rgb):
     dt = np.dtype(dtype)
     rng = np.random.default_rng(11)
     shape = (*SHAPE, 3) if rgb else SHAPE
-    vol = rng.integers(0, min(200, np.iinfo(dt).max), shape).astype(dt)
+    vol = rng.integers(max(-200, np.iinfo(dt).min), min(200, np.iinfo(dt).max), shape).astype(dt)
     vol[10:14] = np.iinfo(dt).max  # float32 rounds int32's maximum up: clipped
     path = ingest_array(vol, tmp_path / "s", extent=(5, 7, 6), progress=False)
     c = 3 if rgb else 1

@@ -278,8 +278,9 @@ def _extent_samples(
     # dk(3), dl(3); samples k in [k0, k1), l in [l0, l1). Writes the part at index/values[m:]
     # (or, with zoom 1 and a non-empty out, straight into out's rows; with zoom 1 and a
     # non-empty runs, the values at values[m:] and one run (first pixel, length) per row at
-    # runs[r:] instead of an index per pixel); with rnd (zoom 1) the values are rounded as
-    # finish_slice rounds a float32 slice, clipped to [vlo, vhi]; returns the new (m, r).
+    # runs[r:] instead of an index per pixel); with rnd (zoom 1, _rounding) the values are
+    # rounded as finish_slice rounds a float32 slice, clipped to [vlo, vhi]; returns the new
+    # (m, r).
     sz, sy, sx = strides
     d0, d1, d2 = prm[6], prm[7], prm[8]
     last = (last[0], last[1], last[2])
@@ -344,7 +345,12 @@ def _extent_samples(
                     acc[pi, pj, c] += v
                 elif into:
                     out[row, c] = v
-                elif rnd:  # (finish_slice's rounding of the float32 value, _round_clip)
+                elif rnd == _ROUND_NARROW:  # bounds exact in float32: clip, then round
+                    # (the same integer as _round_clip's round then clip, in fewer steps:
+                    # rint is monotonic and keeps the integer bounds)
+                    x = min(max(np.float32(v), np.float32(vlo)), np.float32(vhi))
+                    values[m, c] = np.rint(x)
+                elif rnd == _ROUND_WIDE:  # (finish_slice's rounding, _round_clip)
                     x = np.rint(np.float32(v))
                     values[m, c] = vlo if x < vlo else (vhi if x > vhi else x)
                 else:
@@ -547,6 +553,7 @@ class PartExtractor:
             )
         self.dtype = np.dtype(dtype) if self.rounded else values_dtype(plane, dtype)
         self._bounds = _round_bounds(self.dtype) if self.rounded else (0.0, 0.0)
+        self._rounding = _rounding(self._bounds) if self.rounded else _ROUND_NONE
         self.layout = layout
         self.plane = plane
         self.params = plane.kernel_params()
@@ -672,7 +679,7 @@ class PartExtractor:
             m, r = _extract_kernel(
                 addresses, like, slot, bounds.astype(np.float64), ranges, self.last,
                 self.params, self.plane.zoom, width, out, index, values, counts, runs,
-                self.rounded, *self._bounds,
+                self._rounding, *self._bounds,
             )  # fmt: skip
         return counts, int(m), int(r)
 
@@ -802,6 +809,24 @@ def _round_bounds(dtype: np.dtype | str) -> tuple[float, float]:
     if int(hi) > info.max:  # 64-bit: the largest float64 below the maximum
         hi = float(np.nextafter(hi, 0.0))
     return float(info.min), hi
+
+
+#: the kernel's rounding of interpolated values (its ``rnd``): none (float32 values); to an
+#: integer dtype whose bounds float32 holds exactly (8- and 16-bit: clipped in float32, then
+#: rounded); to a wider one (rounded, then clipped in float64, as :func:`_round_clip`)
+_ROUND_NONE, _ROUND_NARROW, _ROUND_WIDE = 0, 1, 2
+
+
+def _rounding(bounds: tuple[float, float]) -> int:
+    """The kernel's rounding for clipping to ``bounds`` (:func:`_round_bounds`).
+
+    Examples
+    --------
+    >>> _rounding(_round_bounds("uint16")) == _ROUND_NARROW, _rounding(_round_bounds("int32"))
+    (True, 2)
+    """
+    exact = all(float(np.float32(b)) == b for b in bounds)
+    return _ROUND_NARROW if exact else _ROUND_WIDE
 
 
 @numba.njit(nogil=True, cache=True)
