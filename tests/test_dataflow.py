@@ -366,3 +366,48 @@ def test_message_buffers_come_from_the_pool_and_are_freed_at_close():
         flow.close()
     assert flow.pool.stats.held_bytes == 0
     assert {rt._TAG_TOKEN, rt._TAG_RESULT, rt._TAG_CTRL} == {DATAFLOW.tag(k) for k in range(3)}
+
+
+@mpi_test(ranks=(2, 3, 4), timeout=120)
+def test_large_results_built_in_the_pool_go_uncopied_and_come_back_to_it():
+    """A stage that writes its large result into ``pool.take_message`` (as the slice
+    server's extraction does) sends it as it is, the header written in front: no buffer is
+    taken to copy it into, the result's buffer comes back to the pool once sent, and the
+    origin gets the values exactly, with and without coalescing (which copies the messages
+    it joins)."""
+    from mpi4py import MPI
+
+    from parvox.dataflow import Dataflow
+    from parvox.dataflow.pool import BufferPool
+
+    comm = MPI.COMM_WORLD
+    size, rank = comm.Get_size(), comm.Get_rank()
+    n, big = 24, 30_011  # float32 values: 120 kB a result, an odd length (padding follows)
+    for coalesce in (1, 4):
+        pool = BufferPool()
+
+        def fill(a, pool=pool):
+            out = pool.take_message(4 * big).view(np.float32)
+            out[:] = np.arange(big, dtype=np.float32) + float(a[0])
+            return out
+
+        op = Operation(
+            "pooled",
+            split=lambda k: [Token(1 + i % (size - 1), np.array([i])) for i in range(k)],
+            stages=(Stage(fill),),
+            merge=lambda acc, r: [*acc, r.copy()],
+            init=lambda k: [],
+        )
+        with Dataflow([op], window=2, coalesce=coalesce, pool=pool) as flow:
+            if rank == 0:
+                got = sorted(flow.run("pooled", n), key=lambda r: float(r[0]))
+                for i, r in enumerate(got):
+                    np.testing.assert_array_equal(r, np.arange(big, dtype=np.float32) + i)
+            comm.Barrier()
+            if rank > 0:  # each result's buffer came back once sent: later ones reuse it
+                mine = sum(1 for i in range(n) if 1 + i % (size - 1) == rank)
+                taken = pool.stats.allocated + pool.stats.reused
+                # one buffer a result, none for its sending (coalesced: copies where joined)
+                assert taken == mine if coalesce == 1 else taken >= mine
+                assert pool.stats.reused >= 1
+        assert pool.stats.held_bytes == 0

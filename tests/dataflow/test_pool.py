@@ -73,3 +73,27 @@ def test_pack_into_pooled_buffers_round_trips():
         pool.give(buf)
         del buf, payload
     assert pool.stats.allocated == 1 and pool.stats.reused == 2
+
+
+def test_a_message_taken_with_headroom_is_sent_with_its_header_in_front():
+    from parvox.dataflow.pool import HEADROOM
+    from parvox.dataflow.wire import pack_in_front
+
+    pool = BufferPool()
+    msg = pool.take_message(200_000)
+    values = msg.view(np.float32)
+    values[:] = np.arange(values.size)
+    assert pool.room(msg) == pool.room(values) == HEADROOM
+    assert pool.room(msg[16:]) == 0  # data of the message's own in front: no room
+    assert pack_in_front({"rid": 7}, values, 16) is None  # the header does not fit
+    out = pack_in_front({"rid": 7}, values, pool.room(values))
+    assert out is not None and np.shares_memory(out, values)
+    head, payload = unpack(out)
+    assert head == {"rid": 7}
+    np.testing.assert_array_equal(payload, np.arange(values.size, dtype=np.float32))
+    assert bytes(out) == bytes(pack({"rid": 7}, values))[: out.size]  # pack's bytes
+    pool.give(out)
+    del msg, values, out, payload
+    again = pool.take(200_000 + HEADROOM)  # the same buffer, now another owner's all along
+    assert pool.stats.reused == 1 and pool.room(again[HEADROOM:]) == 0
+    assert pack_in_front({"rid": 7}, np.arange(10.0), 512) is None  # not a pooled view

@@ -6,8 +6,10 @@ zeroes again. A :class:`BufferPool` keeps freed buffers, in power-of-two size cl
 hands them out again; the runtime owns one (``Dataflow.pool``) and frees it when it closes, so
 the saving does not depend on the process's ``malloc`` settings. The runtime packs every message
 it sends into a pooled buffer and receives every message into one; a stage may build its result
-in ``flow.pool.take(n)`` too (the slice server's parts are), and the runtime gives a result
-back once it is packed for the wire or merged.
+in ``flow.pool.take(n)`` too, and the runtime gives a result back once it is packed for the
+wire or merged. A result built in :meth:`BufferPool.take_message` (the slice server's parts
+are) is sent without a copy: the runtime writes its header into the room left in front of it
+(:func:`~parvox.dataflow.wire.pack_in_front`) and gives the buffer back once it is sent.
 
 A buffer given back is reused only once nothing else refers to it: :func:`~parvox.dataflow.unpack`
 returns views into a received buffer, and a view an operation keeps (a stage's payload, a merged
@@ -32,6 +34,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import threading
+import weakref
 from typing import Any
 
 import numpy as np
@@ -40,6 +43,8 @@ __all__ = ["BufferPool", "PoolStats"]
 
 #: buffers below this many bytes are cheap to allocate and are not pooled
 MIN_POOLED = 64 << 10
+#: bytes :meth:`BufferPool.take_message` leaves free in front of its array (a message header)
+HEADROOM = 512
 
 
 @dataclasses.dataclass
@@ -68,6 +73,9 @@ class BufferPool:
         self._free: dict[int, list[np.ndarray]] = {}
         self._lock = threading.Lock()
         self._closed = False
+        # the buffers out now from take_message, by id (an entry leaves when its buffer is
+        # freed, or handed out again by take)
+        self._roomy: dict[int, weakref.ReferenceType[np.ndarray]] = {}
 
     @staticmethod
     def _size_class(nbytes: int) -> int:
@@ -88,9 +96,45 @@ class BufferPool:
                     block = free.pop(i)
                     self.stats.held_bytes -= block.nbytes
                     self.stats.reused += 1
+                    self._roomy.pop(id(block), None)  # (its front is the new owner's)
                     return block[:nbytes]
             self.stats.allocated += 1
         return np.empty(cls, dtype=np.uint8)[:nbytes]
+
+    def take_message(self, nbytes: int) -> np.ndarray:
+        """:meth:`take`, with :data:`HEADROOM` bytes free in front of the array in its buffer:
+        a result a stage builds here is sent with its header written into that room
+        (:meth:`room`, :func:`~parvox.dataflow.wire.pack_in_front`), not copied behind one.
+
+        Examples
+        --------
+        >>> pool = BufferPool()
+        >>> msg = pool.take_message(100_000)
+        >>> msg.size, pool.room(msg), pool.room(msg[1:]), pool.room(pool.take(100_000))
+        (100000, 512, 0, 0)
+        """
+        buf = self.take(HEADROOM + nbytes)
+        block: np.ndarray = buf if buf.base is None else buf.base
+        key = id(block)
+
+        def forget(_: object, key: int = key) -> None:
+            # (run as the buffer is freed, before its id can be another object's)
+            self._roomy.pop(key, None)
+
+        self._roomy[key] = weakref.ref(block, forget)
+        return buf[HEADROOM:]
+
+    def room(self, buf: Any) -> int:
+        """The bytes free in front of ``buf`` in its buffer: :data:`HEADROOM` for an array
+        exactly as :meth:`take_message` returned it (a view of the same start), else 0."""
+        block = getattr(buf, "base", None)
+        if not isinstance(block, np.ndarray):
+            return 0
+        ref = self._roomy.get(id(block))
+        if ref is None or ref() is not block:
+            return 0
+        front = buf.__array_interface__["data"][0] - block.__array_interface__["data"][0]
+        return HEADROOM if front == HEADROOM else 0
 
     def give(self, buf: Any) -> None:
         """Give back an array from :meth:`take` (anything else is ignored); it is handed out

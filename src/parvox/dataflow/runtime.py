@@ -60,7 +60,7 @@ from parvox.dataflow.liveness import LivenessPolicy, Peers, Watchdog
 from parvox.dataflow.operation import Operation, Token, nested_operations
 from parvox.dataflow.placement import check_ranks, place
 from parvox.dataflow.pool import BufferPool
-from parvox.dataflow.wire import pack, unpack
+from parvox.dataflow.wire import pack, pack_in_front, unpack
 from parvox.errors import ParameterError
 from parvox.tags import DATAFLOW
 from parvox.threads import set_native_name
@@ -506,8 +506,13 @@ class Dataflow:
             return
         head = {"op": item.op, "dest": item.dest, "rid": item.rid, "seq": item.seq, "err": err}
         try:
-            buf = pack(head, out, self.pool.take)
-            self.pool.give(out)  # a stage's result in a pooled buffer: copied, reusable
+            # a result built in pool.take_message leaves as it is, its header written in the
+            # room in front (the buffer goes back to the pool once sent); any other is copied
+            room = self.pool.room(out) if isinstance(out, np.ndarray) else 0
+            buf = pack_in_front(head, out, room) if room else None
+            if buf is None:
+                buf = pack(head, out, self.pool.take)
+                self.pool.give(out)  # a stage's result in a pooled buffer: copied, reusable
         except Exception as exc:  # an unpackable result becomes an error
             head["err"] = ("(send)", type(exc).__name__, str(exc))
             buf = pack(head, None)

@@ -7,6 +7,11 @@ array data is never pickled. Arrays may sit anywhere inside tuples, lists and di
 other values (numbers, strings, small frozen dataclasses) go in the header. On receipt the
 arrays are zero-copy views into the received buffer, each aligned to 16 bytes.
 
+:func:`pack` copies the arrays behind the header. :func:`pack_in_front` writes the header
+into free bytes in front of an array in its buffer instead (a stage's large result built in
+:meth:`~parvox.dataflow.pool.BufferPool.take_message`), so the message is that buffer, sent
+as it is: no copy before MPI.
+
 Examples
 --------
 >>> import numpy as np
@@ -26,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["pack", "unpack"]
+__all__ = ["join", "pack", "pack_in_front", "pack_pieces", "unpack"]
 
 _ALIGN = 16
 
@@ -76,6 +81,35 @@ def _empty(nbytes: int) -> np.ndarray:
     return np.empty(nbytes, dtype=np.uint8)
 
 
+def pack_pieces(header: dict[str, Any], payload: Any) -> list[np.ndarray]:
+    """The bytes :func:`pack` writes, as ``uint8`` pieces in order: the prefix (the header's
+    length, the pickled header, padding), then each payload array's own bytes (a view, not a
+    copy, of a C-contiguous array) followed by its padding to 16 bytes (a piece of zeros where
+    there is any). Joined (:func:`join`) they are the message.
+
+    Examples
+    --------
+    >>> x = np.arange(5, dtype=np.int64)
+    >>> pieces = pack_pieces({"op": "x"}, x)
+    >>> np.shares_memory(pieces[1], x), len(pieces)
+    (True, 3)
+    >>> bytes(np.concatenate(pieces)) == bytes(pack({"op": "x"}, x))
+    True
+    """
+    arrays: list[np.ndarray] = []
+    skeleton = _strip(payload, arrays)
+    head = pickle.dumps((header, skeleton), protocol=pickle.HIGHEST_PROTOCOL)
+    prefix = np.zeros(_up(8 + len(head)), dtype=np.uint8)
+    prefix[:8] = np.frombuffer(np.int64(len(head)).tobytes(), dtype=np.uint8)
+    prefix[8 : 8 + len(head)] = np.frombuffer(head, dtype=np.uint8)
+    pieces = [prefix]
+    for a in arrays:
+        pieces.append(a.reshape(-1).view(np.uint8))
+        if _up(a.nbytes) > a.nbytes:
+            pieces.append(np.zeros(_up(a.nbytes) - a.nbytes, dtype=np.uint8))
+    return pieces
+
+
 def pack(
     header: dict[str, Any], payload: Any, alloc: Callable[[int], np.ndarray] = _empty
 ) -> np.ndarray:
@@ -91,19 +125,49 @@ def pack(
         ``alloc(nbytes)``: the ``uint8`` buffer to fill (a new array by default;
         :meth:`parvox.dataflow.pool.BufferPool.take` reuses one).
     """
-    arrays: list[np.ndarray] = []
-    skeleton = _strip(payload, arrays)
-    head = pickle.dumps((header, skeleton), protocol=pickle.HIGHEST_PROTOCOL)
-    offsets = []
-    pos = _up(8 + len(head))
-    for a in arrays:
-        offsets.append(pos)
-        pos = _up(pos + a.nbytes)
-    buf = alloc(max(pos, 8 + len(head)))
-    buf[:8] = np.frombuffer(np.int64(len(head)).tobytes(), dtype=np.uint8)
-    buf[8 : 8 + len(head)] = np.frombuffer(head, dtype=np.uint8)
-    for a, off in zip(arrays, offsets, strict=True):
-        buf[off : off + a.nbytes] = a.reshape(-1).view(np.uint8)
+    return join(pack_pieces(header, payload), alloc)
+
+
+def pack_in_front(header: dict[str, Any], array: np.ndarray, room: int) -> np.ndarray | None:
+    """The message of :func:`pack` for a payload that is one C-contiguous ``array``, built
+    where ``array`` lies: the prefix (header length, pickled header, padding) written into
+    the ``room`` bytes in front of it in its buffer, which the caller guarantees are free;
+    the message is a view of that buffer from the prefix to the array's end (its trailing
+    padding left out, which :func:`unpack` does not read). ``None`` when the prefix does not
+    fit in ``room`` or ``array`` is not such a view (then :func:`pack` it).
+
+    Examples
+    --------
+    >>> from parvox.dataflow.pool import BufferPool
+    >>> pool = BufferPool()
+    >>> x = pool.take_message(80_000).view(np.float64)
+    >>> x[:] = np.arange(10_000)
+    >>> msg = pack_in_front({"op": "x"}, x, pool.room(x))
+    >>> np.shares_memory(msg, x), float(unpack(msg)[1][-1])
+    (True, 9999.0)
+    """
+    owner = array.base
+    if not (isinstance(owner, np.ndarray) and owner.base is None and owner.ndim == 1
+            and owner.dtype == np.uint8 and array.flags.c_contiguous):
+        return None
+    pieces = pack_pieces(header, array)
+    prefix = pieces[0]
+    start = array.__array_interface__["data"][0] - owner.__array_interface__["data"][0]
+    if prefix.nbytes > min(room, start):
+        return None
+    first = start - prefix.nbytes
+    owner[first:start] = prefix
+    return owner[first : start + array.nbytes]
+
+
+def join(pieces: list[np.ndarray], alloc: Callable[[int], np.ndarray] = _empty) -> np.ndarray:
+    """The ``uint8`` pieces of :func:`pack_pieces` copied, in order, into one buffer from
+    ``alloc`` (the message :func:`pack` builds)."""
+    buf = alloc(sum(p.nbytes for p in pieces))
+    pos = 0
+    for p in pieces:
+        buf[pos : pos + p.nbytes] = p
+        pos += p.nbytes
     return buf
 
 

@@ -333,11 +333,13 @@ class SliceService:
     def _extract(self, work: Fetched) -> np.ndarray:
         token, blocks, cached = work
         src = self.source.level_source(token["level"])
-        # the kernel writes the message itself, in a buffer of the runtime's pool: the
-        # runtime gives it back once sent or merged; the cached extents reach it by address
-        # (rounded: the kernel writes the values rounded to the volume's dtype)
+        # the kernel writes the message itself, in a buffer of the runtime's pool with room
+        # for the runtime's header in front (so it is sent as it is, not copied behind one):
+        # the runtime gives it back once sent or merged; the cached extents reach it by
+        # address (rounded: the kernel writes the values rounded to the volume's dtype)
         return src.message_of(token["plane"], blocks, token["keys"], token["ranges"],
-                              alloc=self._buffers.take, cached=cached, rounded=token["rounded"])
+                              alloc=self._buffers.take_message, cached=cached,
+                              rounded=token["rounded"])
 
     def _init(self, request: tuple[Any, ...]) -> tuple[Any, ...]:
         plane, _, rounded = request[:3]
