@@ -229,6 +229,45 @@ def test_engine_and_service_share_one_extraction_path():
             service.flow.serve_forever()
 
 
+@mpi_test(ranks=(2, 3), timeout=180)
+def test_extracted_parts_leave_for_rank_0_uncopied():
+    """The extract stage's messages reach MPI as the kernel wrote them: no result of a
+    worker rank is packed by copying (``wire.pack``), raw or rounded, and the slices equal
+    the reference."""
+    from mpi4py import MPI
+
+    from parvox.dataflow import runtime
+    from parvox.server.engine import SliceService
+    from parvox.server.options import ServerOptions
+
+    comm = MPI.COMM_WORLD
+    path, vol = _store(rgb=True)
+    copied: list[dict] = []
+    real = runtime.pack
+
+    def counting(head, payload, *args, **kwargs):
+        if "err" in head:  # a result's routing header (tokens and controls have none)
+            copied.append(head)
+        return real(head, payload, *args, **kwargs)
+
+    runtime.pack = counting
+    try:
+        with SliceService(path, ServerOptions(), comm) as service:
+            if comm.Get_rank() == 0:
+                for plane in _planes(service.source, 6, seed=5):
+                    _check(vol, plane, service.extract(plane))
+                    assert service.submit_encoded(plane, "auto", "png").result(timeout=60)
+                service.flow.stop_all()
+            else:
+                service.flow.serve_forever()
+            comm.Barrier()
+            tokens = service.flow.status()["tokens"]
+    finally:
+        runtime.pack = real
+    if comm.Get_rank() > 0:
+        assert tokens > 0 and copied == []
+
+
 @mpi_test(ranks=(2, 3), timeout=120)
 def test_tokens_that_reach_a_rank_before_its_service_holds_the_runtime_are_served():
     """The other ranks' runtimes run (their communication and stage threads started) a
