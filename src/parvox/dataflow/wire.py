@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["join", "pack", "pack_in_front", "pack_pieces", "unpack"]
+__all__ = ["pack", "pack_in_front", "unpack"]
 
 _ALIGN = 16
 
@@ -81,33 +81,18 @@ def _empty(nbytes: int) -> np.ndarray:
     return np.empty(nbytes, dtype=np.uint8)
 
 
-def pack_pieces(header: dict[str, Any], payload: Any) -> list[np.ndarray]:
-    """The bytes :func:`pack` writes, as ``uint8`` pieces in order: the prefix (the header's
-    length, the pickled header, padding), then each payload array's own bytes (a view, not a
-    copy, of a C-contiguous array) followed by its padding to 16 bytes (a piece of zeros where
-    there is any). Joined (:func:`join`) they are the message.
-
-    Examples
-    --------
-    >>> x = np.arange(5, dtype=np.int64)
-    >>> pieces = pack_pieces({"op": "x"}, x)
-    >>> np.shares_memory(pieces[1], x), len(pieces)
-    (True, 3)
-    >>> bytes(np.concatenate(pieces)) == bytes(pack({"op": "x"}, x))
-    True
-    """
+def _prefix(header: dict[str, Any], payload: Any) -> tuple[np.ndarray, list[np.ndarray]]:
+    """What a message starts with -- the header's length, the pickled header (the routing
+    fields and the payload's skeleton), padding to 16 bytes -- and the payload's arrays,
+    C-contiguous, to follow it each at a 16-byte offset."""
     arrays: list[np.ndarray] = []
     skeleton = _strip(payload, arrays)
     head = pickle.dumps((header, skeleton), protocol=pickle.HIGHEST_PROTOCOL)
-    prefix = np.zeros(_up(8 + len(head)), dtype=np.uint8)
+    prefix = np.empty(_up(8 + len(head)), dtype=np.uint8)
     prefix[:8] = np.frombuffer(np.int64(len(head)).tobytes(), dtype=np.uint8)
     prefix[8 : 8 + len(head)] = np.frombuffer(head, dtype=np.uint8)
-    pieces = [prefix]
-    for a in arrays:
-        pieces.append(a.reshape(-1).view(np.uint8))
-        if _up(a.nbytes) > a.nbytes:
-            pieces.append(np.zeros(_up(a.nbytes) - a.nbytes, dtype=np.uint8))
-    return pieces
+    prefix[8 + len(head) :] = 0
+    return prefix, arrays
 
 
 def pack(
@@ -125,7 +110,17 @@ def pack(
         ``alloc(nbytes)``: the ``uint8`` buffer to fill (a new array by default;
         :meth:`parvox.dataflow.pool.BufferPool.take` reuses one).
     """
-    return join(pack_pieces(header, payload), alloc)
+    prefix, arrays = _prefix(header, payload)
+    offsets = []
+    pos = prefix.nbytes
+    for a in arrays:
+        offsets.append(pos)
+        pos = _up(pos + a.nbytes)
+    buf = alloc(pos)
+    buf[: prefix.nbytes] = prefix
+    for a, off in zip(arrays, offsets, strict=True):
+        buf[off : off + a.nbytes] = a.reshape(-1).view(np.uint8)
+    return buf
 
 
 def pack_in_front(header: dict[str, Any], array: np.ndarray, room: int) -> np.ndarray | None:
@@ -150,25 +145,13 @@ def pack_in_front(header: dict[str, Any], array: np.ndarray, room: int) -> np.nd
     if not (isinstance(owner, np.ndarray) and owner.base is None and owner.ndim == 1
             and owner.dtype == np.uint8 and array.flags.c_contiguous):
         return None
-    pieces = pack_pieces(header, array)
-    prefix = pieces[0]
+    prefix, _ = _prefix(header, array)
     start = array.__array_interface__["data"][0] - owner.__array_interface__["data"][0]
     if prefix.nbytes > min(room, start):
         return None
     first = start - prefix.nbytes
     owner[first:start] = prefix
     return owner[first : start + array.nbytes]
-
-
-def join(pieces: list[np.ndarray], alloc: Callable[[int], np.ndarray] = _empty) -> np.ndarray:
-    """The ``uint8`` pieces of :func:`pack_pieces` copied, in order, into one buffer from
-    ``alloc`` (the message :func:`pack` builds)."""
-    buf = alloc(sum(p.nbytes for p in pieces))
-    pos = 0
-    for p in pieces:
-        buf[pos : pos + p.nbytes] = p
-        pos += p.nbytes
-    return buf
 
 
 def unpack(buf: np.ndarray) -> tuple[dict[str, Any], Any]:
