@@ -508,7 +508,7 @@ class Dataflow:
         try:
             # a result built in pool.take_message leaves as it is, its header written in the
             # room in front (the buffer goes back to the pool once sent); any other is copied
-            room = self.pool.room(out) if isinstance(out, np.ndarray) else 0
+            room = self.pool.room(out)  # (0 for anything but such a buffer)
             buf = pack_in_front(head, out, room) if room else None
             if buf is None:
                 buf = pack(head, out, self.pool.take)
